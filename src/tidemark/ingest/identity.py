@@ -1,0 +1,265 @@
+"""Rules that need more than one line: identity, duplicates, conflicts, constant ``num_channels``.
+
+Contract §1: a task event is identified by (job_id, vertex_id, subtask_index, attempt, seq). The
+same
+identity again with the same payload is a duplicate (kept once); with another payload it is a
+conflict (the first one stays, the later one is quarantined). ``num_channels`` is constant per
+(task, input). A vertex record that repeats one already landed for its vertex is a duplicate too,
+so a late re-delivery cannot make an old graph "latest" again.
+
+The index holds, per task, the sorted ``seq`` values that have landed and a 64-bit fingerprint of
+each payload, so memory is about 16 bytes per landed event, whatever the size of the file being
+read. It is rebuilt from the bronze Delta tables when an ingest starts: there is no second store
+to keep in step with them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tidemark.ingest.validate import ACTIONS, STATUSES, TIMERS
+
+Task = tuple[str, str, int, int]
+
+ACCEPTED, DUPLICATE, CONFLICT, CHANNELS_CHANGED = 0, 1, 2, 3
+
+_TYPE_CODES = {"timer": 1, "watermark": 2, "watermark_status": 3}
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix(h: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """One splitmix64 round of ``values`` into ``h`` (uint64 arrays, wrapping arithmetic)."""
+    with np.errstate(over="ignore"):
+        z = (h ^ values.astype(np.uint64)) + _GOLDEN
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def _codes(array: pa.ChunkedArray, values: tuple[str, ...]) -> np.ndarray:
+    index = pc.index_in(array, value_set=pa.array(values))
+    return np.asarray(pc.fill_null(index, -1).to_numpy(zero_copy_only=False), dtype=np.int64) + 1
+
+
+def _ints(array: pa.ChunkedArray, null: int = 0) -> np.ndarray:
+    filled = pc.fill_null(array, null)
+    return np.asarray(filled.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def fingerprints(events: pa.Table) -> np.ndarray:
+    """A 64-bit fingerprint of each task event's payload (everything but its identity).
+
+    ``events`` has the columns of the parsed schema, ``type`` telling timer from watermark rows.
+    """
+    n = events.num_rows
+    h = np.zeros(n, dtype=np.uint64)
+    h = _mix(h, _codes(events["type"], tuple(_TYPE_CODES)))
+    h = _mix(h, _ints(events["ts_ms"]))
+    h = _mix(h, _codes(events["timer"], TIMERS))
+    h = _mix(h, _codes(events["action"], ACTIONS))
+    h = _mix(h, _ints(events["input_index"], -1))
+    h = _mix(h, _ints(events["channel_index"], -1))
+    h = _mix(h, _ints(events["num_channels"], -1))
+    h = _mix(h, _ints(events["watermark_ms"]))
+    h = _mix(h, np.asarray(events["watermark_ms"].is_null().to_numpy(zero_copy_only=False)))
+    h = _mix(h, _codes(events["status"], STATUSES))
+    return h
+
+
+def task_codes(events: pa.Table) -> tuple[np.ndarray, list[Task]]:
+    """Number the distinct tasks of ``events``: a code per row and the task of each code."""
+    if events.num_rows == 0:
+        return np.zeros(0, dtype=np.int64), []
+    parts = []
+    dictionaries = []
+    for name in ("job_id", "vertex_id"):
+        encoded = pc.dictionary_encode(events[name]).combine_chunks()
+        parts.append(np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64))
+        dictionaries.append(encoded.dictionary.to_pylist())
+    parts.append(_ints(events["subtask_index"]))
+    parts.append(_ints(events["attempt"]))
+    stacked = np.stack(parts, axis=1)
+    unique, inverse = np.unique(stacked, axis=0, return_inverse=True)
+    tasks = [
+        (dictionaries[0][j], dictionaries[1][v], int(s), int(a)) for j, v, s, a in unique.tolist()
+    ]
+    return inverse.reshape(-1), tasks
+
+
+@dataclass
+class Verdicts:
+    """What became of each task event of a block, in the block's order."""
+
+    codes: np.ndarray  # ACCEPTED, DUPLICATE, CONFLICT or CHANNELS_CHANGED
+    expected_channels: np.ndarray  # for CHANNELS_CHANGED: the num_channels already in force
+
+    def reason(self, i: int, events: pa.Table) -> str:
+        code = int(self.codes[i])
+        if code == CONFLICT:
+            identity = ", ".join(
+                f"{name}={events[name][i].as_py()!r}"
+                for name in ("job_id", "vertex_id", "subtask_index", "attempt", "seq")
+            )
+            return (
+                f"conflict: an event with the same identity ({identity}) but a different payload "
+                "was landed first"
+            )
+        if code == CHANNELS_CHANGED:
+            return (
+                f"field 'num_channels' is {events['num_channels'][i].as_py()}: input "
+                f"{events['input_index'][i].as_py()} of this task already has "
+                f"{int(self.expected_channels[i])} channels"
+            )
+        raise ValueError(f"row {i} has no quarantine reason")
+
+
+class IdentityIndex:
+    """The identities (and payload fingerprints) of every task event landed so far."""
+
+    def __init__(self) -> None:
+        self._ids: dict[Task, int] = {}
+        self._seqs: list[np.ndarray] = []
+        self._fps: list[np.ndarray] = []
+        self._channels: dict[tuple[int, int], int] = {}
+        self._vertices: set[tuple[str, str, str]] = set()
+
+    def __len__(self) -> int:
+        return sum(len(s) for s in self._seqs)
+
+    def _task_id(self, task: Task) -> int:
+        found = self._ids.get(task)
+        if found is None:
+            found = self._ids[task] = len(self._seqs)
+            self._seqs.append(np.zeros(0, dtype=np.int64))
+            self._fps.append(np.zeros(0, dtype=np.uint64))
+        return found
+
+    # -- loading ---------------------------------------------------------------------------
+    def add_landed(self, events: pa.Table) -> None:
+        """Record task events that are in bronze already (parsed-schema columns)."""
+        if events.num_rows == 0:
+            return
+        codes, tasks = task_codes(events)
+        ids = np.array([self._task_id(t) for t in tasks], dtype=np.int64)[codes]
+        self._insert(ids, _ints(events["seq"]), fingerprints(events))
+        is_channel = np.asarray(pc.is_valid(events["num_channels"]).to_numpy(zero_copy_only=False))
+        if is_channel.any():
+            inputs = _ints(events["input_index"])[is_channel]
+            channels = _ints(events["num_channels"])[is_channel]
+            keys, first = np.unique(
+                np.stack([ids[is_channel], inputs], axis=1), axis=0, return_index=True
+            )
+            for (task_id, input_index), at in zip(keys.tolist(), first.tolist(), strict=True):
+                self._channels.setdefault((task_id, input_index), int(channels[at]))
+
+    def add_landed_vertices(self, vertices: Iterable[dict[str, object]]) -> None:
+        for row in vertices:
+            self._vertices.add(vertex_key(row))
+
+    def _insert(self, ids: np.ndarray, seqs: np.ndarray, fps: np.ndarray) -> None:
+        order = np.lexsort((seqs, ids))
+        ids, seqs, fps = ids[order], seqs[order], fps[order]
+        bounds = np.flatnonzero(np.diff(ids)) + 1
+        for chunk_ids, chunk_seqs, chunk_fps in zip(
+            np.split(ids, bounds), np.split(seqs, bounds), np.split(fps, bounds), strict=True
+        ):
+            task_id = int(chunk_ids[0])
+            merged_seqs = np.concatenate([self._seqs[task_id], chunk_seqs])
+            merged_fps = np.concatenate([self._fps[task_id], chunk_fps])
+            keep = np.argsort(merged_seqs, kind="stable")
+            self._seqs[task_id] = merged_seqs[keep]
+            self._fps[task_id] = merged_fps[keep]
+
+    # -- judging a block ---------------------------------------------------------------------
+    def judge(self, events: pa.Table) -> Verdicts:
+        """Classify the valid task events of one block (in line order) and remember the accepted.
+
+        The first event of an identity stays; later ones are duplicates when their payload is
+        the same and conflicts when it is not. ``num_channels`` is checked first, against the
+        value in force for the (task, input), or the block's first line for that input.
+        """
+        n = events.num_rows
+        verdict = np.full(n, ACCEPTED, dtype=np.int8)
+        expected = np.zeros(n, dtype=np.int64)
+        if n == 0:
+            return Verdicts(verdict, expected)
+        codes, tasks = task_codes(events)
+        ids = np.array([self._task_id(t) for t in tasks], dtype=np.int64)[codes]
+        seqs = _ints(events["seq"])
+        fps = fingerprints(events)
+
+        has_channels = np.asarray(
+            pc.is_valid(events["num_channels"]).to_numpy(zero_copy_only=False)
+        )
+        if has_channels.any():
+            rows = np.flatnonzero(has_channels)
+            inputs = _ints(events["input_index"])[rows]
+            channels = _ints(events["num_channels"])[rows]
+            keys, first, inverse = np.unique(
+                np.stack([ids[rows], inputs], axis=1),
+                axis=0,
+                return_index=True,
+                return_inverse=True,
+            )
+            in_force = np.empty(len(keys), dtype=np.int64)
+            for k, ((task_id, input_index), at) in enumerate(
+                zip(keys.tolist(), first.tolist(), strict=True)
+            ):
+                in_force[k] = self._channels.setdefault((task_id, input_index), int(channels[at]))
+            want = in_force[inverse.reshape(-1)]
+            changed = channels != want
+            verdict[rows[changed]] = CHANNELS_CHANGED
+            expected[rows] = want
+
+        live = np.flatnonzero(verdict == ACCEPTED)
+        order = live[np.lexsort((live, seqs[live], ids[live]))]  # by task, seq, then line
+        o_ids, o_seqs, o_fps = ids[order], seqs[order], fps[order]
+        new_group = np.ones(len(order), dtype=bool)
+        new_group[1:] = (o_ids[1:] != o_ids[:-1]) | (o_seqs[1:] != o_seqs[:-1])
+        group_start = np.maximum.accumulate(np.where(new_group, np.arange(len(order)), 0))
+        reference = o_fps[group_start]
+        landed = np.zeros(len(order), dtype=bool)
+        for task_id in np.unique(o_ids).tolist():
+            span = np.flatnonzero(o_ids == task_id)
+            known_seqs = self._seqs[task_id]
+            if len(known_seqs) == 0:
+                continue
+            at = np.searchsorted(known_seqs, o_seqs[span])
+            at_clipped = np.minimum(at, len(known_seqs) - 1)
+            hit = (at < len(known_seqs)) & (known_seqs[at_clipped] == o_seqs[span])
+            landed[span[hit]] = True
+            reference[span[hit]] = self._fps[task_id][at_clipped[hit]]
+        accepted = new_group & ~landed
+        outcome = np.where(
+            accepted, ACCEPTED, np.where(o_fps == reference, DUPLICATE, CONFLICT)
+        ).astype(np.int8)
+        verdict[order] = outcome
+        keep = order[accepted]
+        if len(keep):
+            self._insert(ids[keep], seqs[keep], fps[keep])
+        return Verdicts(verdict, expected)
+
+    def judge_vertex(self, row: dict[str, object]) -> bool:
+        """True (and remembered) for a vertex record not landed before, False for a repeat."""
+        key = vertex_key(row)
+        if key in self._vertices:
+            return False
+        self._vertices.add(key)
+        return True
+
+
+def vertex_key(row: dict[str, object]) -> tuple[str, str, str]:
+    busy = row.get("busy_time_enabled")
+    payload = [
+        row.get("vertex_name"),
+        row.get("parallelism"),
+        True if busy is None else busy,
+        list(row.get("upstream_vertex_ids") or []),  # type: ignore[call-overload]
+    ]
+    return (str(row["job_id"]), str(row["vertex_id"]), json.dumps(payload, sort_keys=True))

@@ -1,0 +1,444 @@
+"""``tidemark ingest``: land event files in the bronze Delta tables, exactly once per content.
+
+For each file: fingerprint it (and prove a gzip archive whole), skip it if the ingest log has its
+content already, otherwise stream it in blocks of lines. Each block is parsed, checked against the
+per-line rules, judged for duplicates and conflicts, and appended to each bronze table it has rows
+for, one Delta commit per table. Every commit carries a Delta *app transaction*
+(``tidemark-ingest:<sha256>``, version = block number), so a re-run after a crash skips exactly the
+(table, block) pairs that were committed and writes the rest: blocks are cut from the content alone,
+and the judging is repeated against the index as it was without this file, so the second run makes
+the same decisions as the first. The file's row in ``ingest_log`` is committed last and marks it
+done. One ingest runs at a time per lake (a lock file).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+
+from tidemark.ingest import files
+from tidemark.ingest.identity import ACCEPTED, DUPLICATE, IdentityIndex, Verdicts
+from tidemark.ingest.parse import parse_lines
+from tidemark.ingest.schema import BRONZE_SCHEMAS, PARSED
+from tidemark.ingest.validate import TASK_TYPES, check_rows
+from tidemark.lake import Lake
+
+log = logging.getLogger(__name__)
+
+LINES_PER_BLOCK = 200_000
+WRITE_ORDER = ("timer_events", "watermark_events", "vertices", "quarantine")
+_TASK_COLUMNS = list(PARSED.names)
+
+
+@dataclass
+class FileReport:
+    path: Path
+    sha256: str = ""
+    lines_read: int = 0
+    accepted: int = 0
+    duplicates: int = 0
+    quarantined: int = 0
+    skipped_as_seen: bool = False
+    error: str | None = None
+
+
+@dataclass
+class IngestReport:
+    files: list[FileReport] = field(default_factory=list)
+
+    @property
+    def lines_read(self) -> int:
+        return sum(f.lines_read for f in self.files)
+
+    @property
+    def accepted(self) -> int:
+        return sum(f.accepted for f in self.files)
+
+    @property
+    def duplicates(self) -> int:
+        return sum(f.duplicates for f in self.files)
+
+    @property
+    def quarantined(self) -> int:
+        return sum(f.quarantined for f in self.files)
+
+    @property
+    def errors(self) -> list[FileReport]:
+        return [f for f in self.files if f.error]
+
+
+class Progress:
+    """Told how far ingest has got; the CLI shows it as a bar or as log lines."""
+
+    def file_started(self, path: Path, total_bytes: int, phase: str) -> None: ...
+    def advance(self, nbytes: int) -> None: ...
+    def file_done(self, report: FileReport) -> None: ...
+
+
+class IngestBusy(Exception):
+    pass
+
+
+@contextmanager
+def _ingest_lock(lake: Lake, wait: bool = True) -> Iterator[None]:
+    lake.locks.mkdir(parents=True, exist_ok=True)
+    with (lake.locks / "ingest.lock").open("w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if not wait:
+                raise IngestBusy(f"another ingest is running on {lake.root}") from None
+            log.info("waiting for another ingest on %s to finish", lake.root)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def ensure_tables(lake: Lake) -> dict[str, DeltaTable]:
+    """Open the bronze tables, creating any that are missing (empty, with their schema)."""
+    tables = {}
+    for name, schema in BRONZE_SCHEMAS.items():
+        path = lake.bronze_table(name)
+        if not DeltaTable.is_deltatable(str(path)):
+            path.mkdir(parents=True, exist_ok=True)
+            DeltaTable.create(str(path), schema=schema, name=name, mode="ignore")
+        tables[name] = DeltaTable(str(path))
+    return tables
+
+
+def _app_id(sha256: str) -> str:
+    return f"tidemark-ingest:{sha256}:{LINES_PER_BLOCK}"
+
+
+def _scan(
+    table: DeltaTable, columns: list[str], exclude_sha: str | None
+) -> Iterator[pa.RecordBatch]:
+    dataset = table.to_pyarrow_dataset()
+    where = None if exclude_sha is None else ds.field("source_sha256") != exclude_sha
+    yield from dataset.to_batches(columns=columns, filter=where, batch_size=1 << 20)
+
+
+def load_index(tables: dict[str, DeltaTable], exclude_sha: str | None = None) -> IdentityIndex:
+    """Rebuild the identity index from bronze (optionally without one file's own rows)."""
+    index = IdentityIndex()
+    shapes = {
+        "timer_events": ("timer", ["ts_ms", "timer", "action"]),
+        "watermark_events": (
+            None,
+            ["ts_ms", "input_index", "channel_index", "num_channels", "watermark_ms", "status"],
+        ),
+    }
+    identity = ["job_id", "vertex_id", "subtask_index", "attempt", "seq"]
+    for name, (kind, payload) in shapes.items():
+        extra = [] if kind else ["event_type"]
+        for batch in _scan(tables[name], identity + payload + extra, exclude_sha):
+            table = pa.Table.from_batches([batch])
+            if kind:
+                table = table.append_column("type", pa.array([kind] * table.num_rows, pa.string()))
+            else:
+                table = table.rename_columns(
+                    ["type" if c == "event_type" else c for c in table.column_names]
+                )
+            index.add_landed(_conform(table))
+    for batch in _scan(
+        tables["vertices"],
+        ["job_id", "vertex_id", "vertex_name", "parallelism", "busy_time_enabled"]
+        + ["upstream_vertex_ids"],
+        exclude_sha,
+    ):
+        index.add_landed_vertices(batch.to_pylist())
+    return index
+
+
+def _conform(table: pa.Table) -> pa.Table:
+    """Give a partial table every parsed column (nulls where absent), in the parsed schema."""
+    columns = []
+    for f in PARSED:
+        if f.name in table.column_names:
+            columns.append(table[f.name].cast(f.type))
+        else:
+            columns.append(pa.nulls(table.num_rows, f.type))
+    return pa.Table.from_arrays(columns, schema=PARSED)
+
+
+def _next_ingest_id(tables: dict[str, DeltaTable]) -> int:
+    highest = 0
+    for table in tables.values():
+        actions = pa.table(table.get_add_actions(flatten=True))
+        column = "max.ingest_id"
+        if actions.num_rows and column in actions.column_names:
+            value = pc.max(actions[column]).as_py()
+            highest = max(highest, value or 0)
+    return highest + 1
+
+
+def _done_files(tables: dict[str, DeltaTable]) -> dict[str, int]:
+    done: dict[str, int] = {}
+    for batch in _scan(tables["ingest_log"], ["source_sha256", "lines_read"], None):
+        for sha, lines in zip(
+            batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True
+        ):
+            done[sha] = lines
+    return done
+
+
+def ingest(
+    paths: list[Path],
+    lake: Lake,
+    progress: Progress | None = None,
+    *,
+    after_commit: Callable[[str, int], None] | None = None,
+) -> IngestReport:
+    """Land ``paths`` (files or folders) in ``lake``'s bronze tables.
+
+    ``after_commit(table, block)`` is a test hook called after every bronze commit.
+    """
+    progress = progress or Progress()
+    report = IngestReport()
+    targets = files.find_files(paths)
+    with _ingest_lock(lake):
+        tables = ensure_tables(lake)
+        index: IdentityIndex | None = None
+        done = _done_files(tables)
+        next_id = _next_ingest_id(tables)
+        for path in targets:
+            file_report = FileReport(path=path)
+            report.files.append(file_report)
+            try:
+                size = path.stat().st_size
+                progress.file_started(path, size, "checking")
+                print_ = files.fingerprint(path, progress.advance)
+                file_report.sha256 = print_.sha256
+                if print_.sha256 in done:
+                    file_report.skipped_as_seen = True
+                    file_report.lines_read = done[print_.sha256]
+                    file_report.duplicates = done[print_.sha256]
+                    progress.file_done(file_report)
+                    continue
+                app_id = _app_id(print_.sha256)
+                committed = {name: tables[name].transaction_version(app_id) for name in WRITE_ORDER}
+                if index is None or any(v is not None for v in committed.values()):
+                    # A file that crashed part-way is judged against bronze without its own rows.
+                    resuming = any(v is not None for v in committed.values())
+                    index = load_index(tables, print_.sha256 if resuming else None)
+                progress.file_started(path, size, "landing")
+                next_id = _land_file(
+                    path,
+                    print_.sha256,
+                    tables,
+                    index,
+                    committed,
+                    next_id,
+                    file_report,
+                    progress,
+                    after_commit,
+                )
+                _append(
+                    tables["ingest_log"],
+                    pa.Table.from_pylist(
+                        [
+                            {
+                                "source_sha256": print_.sha256,
+                                "source_file": str(path),
+                                "lines_read": file_report.lines_read,
+                                "accepted": file_report.accepted,
+                                "duplicates": file_report.duplicates,
+                                "quarantined": file_report.quarantined,
+                                "ingest_id": next_id,
+                                "ingested_at": datetime.now(UTC),
+                            }
+                        ],
+                        schema=BRONZE_SCHEMAS["ingest_log"],
+                    ),
+                    None,
+                )
+                next_id += 1
+                done[print_.sha256] = file_report.lines_read
+                progress.file_done(file_report)
+            except files.UnreadableFile as exc:
+                file_report.error = str(exc)
+                index = None  # it may hold part of the file; rebuild from what is committed
+                progress.file_done(file_report)
+    return report
+
+
+def _append(table: DeltaTable, rows: pa.Table, txn: Transaction | None) -> None:
+    write_deltalake(
+        table,
+        rows,
+        mode="append",
+        commit_properties=CommitProperties(app_transactions=[txn] if txn else None),
+    )
+    table.update_incremental()
+
+
+def _land_file(
+    path: Path,
+    sha256: str,
+    tables: dict[str, DeltaTable],
+    index: IdentityIndex,
+    committed: dict[str, int | None],
+    next_id: int,
+    report: FileReport,
+    progress: Progress,
+    after_commit: Callable[[str, int], None] | None,
+) -> int:
+    app_id = _app_id(sha256)
+    source = str(path)
+    for block_no, block in enumerate(files.read_blocks(path, LINES_PER_BLOCK, progress.advance)):
+        rows = _judge_block(block, source, sha256, next_id, index)
+        report.lines_read += len(block.lines)
+        report.accepted += rows.accepted
+        report.duplicates += rows.duplicates
+        report.quarantined += rows.tables["quarantine"].num_rows
+        for name in WRITE_ORDER:
+            out = rows.tables[name]
+            done_up_to = committed[name]
+            if out.num_rows == 0 or (done_up_to is not None and done_up_to >= block_no):
+                continue
+            _append(tables[name], out, Transaction(app_id=app_id, version=block_no))
+            if after_commit:
+                after_commit(name, block_no)
+        next_id += 1
+    return next_id
+
+
+@dataclass
+class _BlockRows:
+    tables: dict[str, pa.Table]
+    accepted: int
+    duplicates: int
+
+
+def _judge_block(
+    block: files.Block, source: str, sha256: str, ingest_id: int, index: IdentityIndex
+) -> _BlockRows:
+    parsed = parse_lines(block.lines)
+    table = parsed.table
+    numbers = np.asarray(block.numbers, dtype=np.int64)
+    row_lines = np.asarray(parsed.rows, dtype=np.int64)
+    reasons: dict[int, str] = dict(parsed.failures)  # block index -> reason
+
+    rule_reasons = check_rows(table)
+    valid = np.array([r is None for r in rule_reasons], dtype=bool)
+    for i in np.flatnonzero(~valid):
+        reasons[int(row_lines[i])] = rule_reasons[i]  # type: ignore[assignment]
+    kinds = np.asarray(pc.fill_null(table["type"], "").to_numpy(zero_copy_only=False))
+
+    task_rows = np.flatnonzero(valid & np.isin(kinds, TASK_TYPES))
+    events = table.take(task_rows)
+    events = events.set_column(
+        events.schema.get_field_index("attempt"),
+        "attempt",
+        pc.fill_null(events["attempt"], 0),
+    )
+    verdicts: Verdicts = index.judge(events)
+    for k in np.flatnonzero((verdicts.codes != ACCEPTED) & (verdicts.codes != DUPLICATE)):
+        reasons[int(row_lines[task_rows[k]])] = verdicts.reason(int(k), events)
+    keep = verdicts.codes == ACCEPTED
+    accepted_events = events.filter(pa.array(keep))
+    accepted_lines = row_lines[task_rows[keep]]
+    duplicates = int((verdicts.codes == DUPLICATE).sum())
+
+    vertex_rows = np.flatnonzero(valid & (kinds == "vertex"))
+    vertex_keep = []
+    for i in vertex_rows.tolist():
+        if index.judge_vertex(table.slice(i, 1).to_pylist()[0]):
+            vertex_keep.append(i)
+        else:
+            duplicates += 1
+    vertices = table.take(np.asarray(vertex_keep, dtype=np.int64))
+
+    now = datetime.now(UTC)
+
+    def lineage(lines_idx: np.ndarray) -> dict[str, pa.Array]:
+        n = len(lines_idx)
+        return {
+            "source_file": pa.array([source] * n, pa.string()),
+            "source_sha256": pa.array([sha256] * n, pa.string()),
+            "line_number": pa.array(numbers[lines_idx], pa.int64()),
+            "ingest_id": pa.array(np.full(n, ingest_id, dtype=np.int64)),
+            "ingested_at": pa.array([now] * n, pa.timestamp("us", tz="UTC")),
+        }
+
+    is_timer = np.asarray(
+        pc.equal(accepted_events["type"], "timer").to_numpy(zero_copy_only=False), dtype=bool
+    )
+    out: dict[str, pa.Table] = {}
+    timer = accepted_events.filter(pa.array(is_timer))
+    out["timer_events"] = _build(
+        "timer_events",
+        {name: timer[name] for name in _names("timer_events") if name in timer.column_names},
+        lineage(accepted_lines[is_timer]),
+    )
+    channel = accepted_events.filter(pa.array(~is_timer))
+    columns = {n: channel[n] for n in _names("watermark_events") if n in channel.column_names}
+    columns["event_type"] = channel["type"]
+    out["watermark_events"] = _build(
+        "watermark_events", columns, lineage(accepted_lines[~is_timer])
+    )
+    vertex_columns = {n: vertices[n] for n in _names("vertices") if n in vertices.column_names}
+    vertex_columns["busy_time_enabled"] = pc.fill_null(vertices["busy_time_enabled"], True)
+    vertex_columns["upstream_vertex_ids"] = pc.fill_null(
+        vertices["upstream_vertex_ids"], pa.scalar([], pa.list_(pa.string()))
+    )
+    out["vertices"] = _build(
+        "vertices", vertex_columns, lineage(row_lines[np.asarray(vertex_keep, dtype=np.int64)])
+    )
+
+    bad = sorted(reasons)
+    raw = [block.lines[i] for i in bad]
+    text = [line.decode("utf-8", errors="replace") for line in raw]
+    quarantine = {
+        "raw_line": pa.array(text, pa.string()),
+        "raw_bytes": pa.array(
+            [None if t.encode("utf-8") == r else r for t, r in zip(text, raw, strict=True)],
+            pa.binary(),
+        ),
+        "reason": pa.array([reasons[i] for i in bad], pa.string()),
+    }
+    out["quarantine"] = _build("quarantine", quarantine, lineage(np.asarray(bad, dtype=np.int64)))
+    return _BlockRows(out, int(keep.sum()) + len(vertex_keep), duplicates)
+
+
+def _names(table: str) -> list[str]:
+    return BRONZE_SCHEMAS[table].names
+
+
+def _build(name: str, columns: dict[str, object], lineage: dict[str, pa.Array]) -> pa.Table:
+    schema = BRONZE_SCHEMAS[name]
+    merged = {**columns, **lineage}
+    arrays = [
+        pa.array(merged[f.name]) if isinstance(merged[f.name], list) else merged[f.name]
+        for f in schema
+    ]
+    return pa.Table.from_arrays(
+        [a.cast(f.type) for a, f in zip(arrays, schema, strict=True)], schema=schema
+    )
+
+
+def describe(report: IngestReport) -> str:
+    """The one-line summary ``tidemark ingest`` prints."""
+    seen = sum(1 for f in report.files if f.skipped_as_seen)
+    parts = [
+        f"{len(report.files)} file(s)",
+        f"{report.lines_read} lines read",
+        f"{report.accepted} accepted",
+        f"{report.duplicates} duplicate",
+        f"{report.quarantined} quarantined",
+    ]
+    if seen:
+        parts.append(f"{seen} file(s) already ingested")
+    if report.errors:
+        parts.append(f"{len(report.errors)} unreadable")
+    return ", ".join(parts)

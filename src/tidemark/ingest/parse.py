@@ -1,0 +1,208 @@
+"""Lines of JSON to a typed Arrow table (the ``PARSED`` schema), or a reason per line.
+
+Two parsers with one meaning:
+
+* the fast path hands a whole block of lines to Arrow's JSON reader with an explicit schema;
+* the slow path parses one line at a time with :mod:`json` and checks every contract field's type.
+
+Arrow's reader is strict (it rejects floats, strings or booleans where an int is expected, out of
+range numbers, repeated keys), so a block it accepts holds only lines the slow path accepts too,
+with
+the same values: ``tests/unit/test_parse.py`` checks that on generated lines. A block Arrow rejects
+is split in halves and retried, down to small blocks that go through the slow path, so one bad line
+costs little and is reported with its own reason.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.json as pa_json
+
+from tidemark.ingest.schema import (
+    BOOL_FIELDS,
+    INT32_FIELDS,
+    INT64_FIELDS,
+    PARSED,
+    STRING_FIELDS,
+    STRING_LIST_FIELDS,
+)
+
+_INT32 = (-(2**31), 2**31 - 1)
+_INT64 = (-(2**63), 2**63 - 1)
+_BOM = "\ufeff"
+SLOW_PATH_BELOW = 256  # lines; a failing block smaller than this is parsed line by line
+
+_KIND: dict[str, str] = {
+    **{name: "string" for name in STRING_FIELDS},
+    **{name: "int32" for name in INT32_FIELDS},
+    **{name: "int64" for name in INT64_FIELDS},
+    **{name: "bool" for name in BOOL_FIELDS},
+    **{name: "string_list" for name in STRING_LIST_FIELDS},
+}
+
+
+@dataclass
+class Parsed:
+    """The outcome for a block of lines: typed rows, and the lines that could not be typed."""
+
+    table: pa.Table  # PARSED schema, one row per line in ``rows``
+    rows: list[int] = field(default_factory=list)  # index (into the block) of each table row
+    failures: list[tuple[int, str]] = field(default_factory=list)  # (index, reason)
+
+
+def parse_lines(lines: Sequence[bytes]) -> Parsed:
+    """Parse non-blank lines (without their line breaks)."""
+    out = Parsed(table=PARSED.empty_table())
+    tables: list[pa.Table] = []
+    _parse_block(lines, 0, len(lines), tables, out)
+    if tables:
+        out.table = pa.concat_tables(tables)
+    return out
+
+
+def _parse_block(
+    lines: Sequence[bytes], start: int, stop: int, tables: list[pa.Table], out: Parsed
+) -> None:
+    if stop <= start:
+        return
+    if stop - start >= SLOW_PATH_BELOW:
+        table = _fast(lines[start:stop])
+        if table is not None:
+            tables.append(table)
+            out.rows.extend(range(start, stop))
+            return
+        middle = (start + stop) // 2
+        _parse_block(lines, start, middle, tables, out)
+        _parse_block(lines, middle, stop, tables, out)
+        return
+    typed: list[dict[str, object]] = []
+    for index in range(start, stop):
+        result = parse_line(lines[index])
+        if isinstance(result, str):
+            out.failures.append((index, result))
+        else:
+            typed.append(result)
+            out.rows.append(index)
+    if typed:
+        tables.append(pa.Table.from_pylist(typed, schema=PARSED))
+
+
+def _fast(block: Sequence[bytes]) -> pa.Table | None:
+    data = b"\n".join(block) + b"\n"
+    try:
+        table = pa_json.read_json(
+            io.BytesIO(data),
+            read_options=pa_json.ReadOptions(block_size=max(1 << 20, len(data) + 1)),
+            parse_options=pa_json.ParseOptions(
+                explicit_schema=PARSED, unexpected_field_behavior="ignore"
+            ),
+        )
+    except (pa.ArrowInvalid, UnicodeDecodeError):
+        return None
+    # Arrow reads two objects on one line as two rows; only a one-to-one block is trusted.
+    if table.num_rows != len(block):
+        return None
+    return table.select(PARSED.names).cast(PARSED)
+
+
+class _Object(dict):  # type: ignore[type-arg]
+    repeated: tuple[str, ...] = ()
+
+
+def _pairs(pairs: list[tuple[str, object]]) -> _Object:
+    obj = _Object(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        obj.repeated = tuple(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+    return obj
+
+
+def parse_line(raw: bytes) -> dict[str, object] | str:
+    """One line to a dict of the ``PARSED`` fields, or the reason it cannot be typed."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"line is not valid UTF-8 (byte {exc.start + 1})"
+    if text.startswith(_BOM):
+        text = text[1:]
+    try:
+        obj = json.loads(text, object_pairs_hook=_pairs)
+    except json.JSONDecodeError as exc:
+        return f"malformed JSON: {exc.msg} at column {exc.colno}"
+    except RecursionError:
+        return "malformed JSON: nested too deeply"
+    if not isinstance(obj, dict):
+        return f"line is a JSON {type(obj).__name__}, not an object"
+    for name in getattr(obj, "repeated", ()):
+        if name in _KIND:
+            return f"field '{name}' appears more than once"
+    row: dict[str, object] = {}
+    for name, kind in _KIND.items():
+        value = obj.get(name)
+        if value is None:
+            row[name] = None
+            continue
+        problem = _type_problem(kind, value)
+        if problem is not None:
+            return f"field '{name}' {problem}"
+        row[name] = value
+    return row
+
+
+def _type_problem(kind: str, value: object) -> str | None:
+    if kind in ("int32", "int64"):
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"must be an integer, got {_json_type(value)} {_show(value)}"
+        low, high = _INT32 if kind == "int32" else _INT64
+        if not low <= value <= high:
+            bits = 32 if kind == "int32" else 64
+            return f"is out of range for a signed {bits}-bit integer: {_show(value)}"
+        return None
+    if kind == "string":
+        if not isinstance(value, str):
+            return f"must be a string, got {_json_type(value)} {_show(value)}"
+        return _unicode_problem(value)
+    if kind == "bool":
+        if not isinstance(value, bool):
+            return f"must be true or false, got {_json_type(value)} {_show(value)}"
+        return None
+    if not isinstance(value, list):
+        return f"must be an array of strings, got {_json_type(value)} {_show(value)}"
+    for item in value:
+        if item is not None and not isinstance(item, str):
+            return f"must be an array of strings, has {_json_type(item)} {_show(item)}"
+        if isinstance(item, str) and _unicode_problem(item):
+            return "holds a string that is not valid unicode"
+    return None
+
+
+def _unicode_problem(value: str) -> str | None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "is not valid unicode (lone surrogate escape)"
+    return None
+
+
+def _json_type(value: object) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _show(value: object, limit: int = 40) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,132 @@
+"""The per-line rules of contract §1, applied to a whole block at once.
+
+Input is a ``PARSED`` table (every field typed, all nullable). Output is one reason per row, or
+``None`` for a row that keeps every rule. The first rule a row breaks is the one reported, in the
+order of the contract's tables. Rules that need other rows (duplicates, conflicts, ``num_channels``
+constant per input) live in :mod:`tidemark.ingest.identity`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+EVENT_TYPES = ("timer", "watermark", "watermark_status", "vertex")
+TASK_TYPES = ("timer", "watermark", "watermark_status")
+TIMERS = ("idle", "soft_backpressured", "hard_backpressured", "backpressured")
+ACTIONS = ("start", "end")
+STATUSES = ("IDLE", "ACTIVE")
+
+Rule = tuple[np.ndarray, Callable[[int], str]]
+
+
+def _np(array: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    return np.asarray(array.to_numpy(zero_copy_only=False))
+
+
+def _isnull(table: pa.Table, name: str) -> np.ndarray:
+    return _np(pc.is_null(table[name]))
+
+
+def _isin(table: pa.Table, name: str, allowed: tuple[str, ...]) -> np.ndarray:
+    return _np(pc.fill_null(pc.is_in(table[name], value_set=pa.array(allowed)), False))
+
+
+def _less(table: pa.Table, name: str, bound: int) -> np.ndarray:
+    return _np(pc.fill_null(pc.less(table[name], bound), False))
+
+
+def check_rows(table: pa.Table) -> list[str | None]:
+    """One reason per row (``None`` where the row keeps every per-line rule)."""
+    n = table.num_rows
+    if n == 0:
+        return []
+    col = {name: table[name] for name in table.column_names}
+    kind = _np(pc.fill_null(col["type"], ""))
+    is_task = np.isin(kind, TASK_TYPES)
+    is_timer = kind == "timer"
+    is_channel = (kind == "watermark") | (kind == "watermark_status")
+    is_vertex = kind == "vertex"
+
+    def value(name: str) -> Callable[[int], object]:
+        return lambda i: col[name][i].as_py()
+
+    def missing(name: str, where: np.ndarray) -> Rule:
+        return where & _isnull(table, name), lambda i: f"missing field '{name}'"
+
+    def empty(name: str) -> Rule:
+        mask = _np(pc.fill_null(pc.equal(pc.utf8_length(col[name]), 0), False))
+        return mask, lambda i: f"field '{name}' is empty"
+
+    def negative(name: str, where: np.ndarray, floor: int = 0) -> Rule:
+        show = value(name)
+        word = "negative" if floor == 0 else f"below {floor}"
+        return where & _less(table, name, floor), lambda i: f"field '{name}' is {word}: {show(i)}"
+
+    def enum(name: str, where: np.ndarray, allowed: tuple[str, ...]) -> Rule:
+        show = value(name)
+        bad = where & ~_isnull(table, name) & ~_isin(table, name, allowed)
+        expected = ", ".join(allowed)
+        return bad, lambda i: f"field '{name}' is {show(i)!r}: expected one of {expected}"
+
+    channel_beyond = is_channel & _np(
+        pc.fill_null(pc.greater_equal(col["channel_index"], col["num_channels"]), False)
+    )
+    upstream_nulls = is_vertex & _np(
+        pc.fill_null(pc.greater(pc.list_value_length(col["upstream_vertex_ids"]), 0), False)
+    )
+    if upstream_nulls.any():
+        flat_null = pc.is_null(pc.list_flatten(col["upstream_vertex_ids"]))
+        flat_empty = pc.equal(pc.utf8_length(pc.list_flatten(col["upstream_vertex_ids"])), 0)
+        bad_items = pc.or_kleene(flat_null, pc.fill_null(flat_empty, False))
+        parents = _np(pc.list_parent_indices(col["upstream_vertex_ids"]))
+        bad_rows = np.zeros(n, dtype=bool)
+        bad_rows[parents[_np(bad_items)]] = True
+        upstream_nulls &= bad_rows
+
+    rules: list[Rule] = [
+        missing("type", np.ones(n, dtype=bool)),
+        enum("type", np.ones(n, dtype=bool), EVENT_TYPES),
+        missing("job_id", np.ones(n, dtype=bool)),
+        empty("job_id"),
+        missing("vertex_id", np.ones(n, dtype=bool)),
+        empty("vertex_id"),
+        missing("subtask_index", is_task),
+        negative("subtask_index", is_task),
+        negative("attempt", is_task),
+        missing("seq", is_task),
+        negative("seq", is_task),
+        missing("ts_ms", is_task),
+        missing("timer", is_timer),
+        enum("timer", is_timer, TIMERS),
+        missing("action", is_timer),
+        enum("action", is_timer, ACTIONS),
+        missing("input_index", is_channel),
+        negative("input_index", is_channel),
+        missing("channel_index", is_channel),
+        negative("channel_index", is_channel),
+        missing("num_channels", is_channel),
+        negative("num_channels", is_channel, floor=1),
+        (
+            channel_beyond,
+            lambda i: (
+                f"field 'channel_index' is {col['channel_index'][i].as_py()}: must be below "
+                f"num_channels ({col['num_channels'][i].as_py()})"
+            ),
+        ),
+        missing("watermark_ms", is_channel & (kind == "watermark")),
+        missing("status", is_channel & (kind == "watermark_status")),
+        enum("status", kind == "watermark_status", STATUSES),
+        missing("parallelism", is_vertex),
+        negative("parallelism", is_vertex, floor=1),
+        (upstream_nulls, lambda i: "field 'upstream_vertex_ids' holds a null or empty id"),
+    ]
+    reasons: list[str | None] = [None] * n
+    for mask, describe in rules:
+        for i in np.flatnonzero(mask):
+            if reasons[i] is None:
+                reasons[i] = describe(int(i))
+    return reasons
