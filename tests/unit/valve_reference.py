@@ -27,16 +27,14 @@ class ReferenceValve:
 
     def input_watermark(self, channel: int, watermark: int) -> list[tuple[str, int | str]]:
         out: list[tuple[str, int | str]] = []
-        # W1
-        if self.valve_active and self.active[channel]:
-            # W2
-            if watermark > self.watermarks[channel]:
-                # W3
-                self.watermarks[channel] = watermark
-                if not self.aligned[channel] and watermark >= self.last_out:
-                    self.aligned[channel] = True
-                # W4
-                self._min_step(out)
+        # W1 (valve and channel active) and W2 (strictly greater)
+        if self.valve_active and self.active[channel] and watermark > self.watermarks[channel]:
+            # W3
+            self.watermarks[channel] = watermark
+            if not self.aligned[channel] and watermark >= self.last_out:
+                self.aligned[channel] = True
+            # W4
+            self._min_step(out)
         return out
 
     def input_status(self, channel: int, status: str) -> list[tuple[str, int | str]]:

@@ -1,0 +1,45 @@
+with
+
+source as (
+
+    select * from {{ source('bronze', 'timer_events') }}
+
+),
+
+ranked as (
+
+    select
+        source.*,
+        row_number() over (
+            partition by job_id, vertex_id, subtask_index, attempt, seq
+            order by ingest_id, line_number
+        ) as identity_rank
+    from source
+
+),
+
+final as (
+
+    select
+        cast(job_id as string) as job_id,
+        cast(vertex_id as string) as vertex_id,
+        cast(subtask_index as int) as subtask_index,
+        cast(attempt as int) as attempt,
+        cast(seq as bigint) as seq,
+        cast(ts_ms as bigint) as ts_ms,
+        cast(timer as string) as timer,
+        -- Flink <= 1.14's single gauge `backpressured` is the soft gauge (contract §1, M3).
+        case
+            when timer = 'backpressured' then 'soft_backpressured'
+            else cast(timer as string)
+        end as gauge,
+        cast(action as string) as action,
+        action = 'start' as is_start,
+        cast(ingest_id as bigint) as ingest_id,
+        cast(ingested_at as timestamp) as ingested_at
+    from ranked
+    where identity_rank = 1
+
+)
+
+select * from final

@@ -1,0 +1,120 @@
+"""The ``tidemark`` command: parses arguments and calls the library; errors are one line."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+
+from tidemark import __version__
+
+log = logging.getLogger("tidemark")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tidemark",
+        description="Flink runtime metrics, exact and per second, in the lakehouse.",
+        epilog="State lives under TIDEMARK_LAKE (default ./lake).",
+    )
+    parser.add_argument("--version", action="version", version=f"tidemark {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show details and tracebacks")
+    parser.add_argument("--lake", help="the lake folder (default: $TIDEMARK_LAKE or ./lake)")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    ingest = commands.add_parser(
+        "ingest", help="land event files (or folders of them) in the bronze Delta tables"
+    )
+    ingest.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+
+    generate = commands.add_parser("generate", help="write synthetic events for a scenario")
+    generate.add_argument("--scenario", required=True)
+    generate.add_argument("--out", required=True, type=Path)
+    generate.add_argument("--seed", type=int, default=0)
+    generate.add_argument("--scale", type=int, default=1)
+
+    sql = commands.add_parser("sql", help="run Spark SQL against the lake and print the result")
+    sql.add_argument("query")
+    sql.add_argument("--format", choices=("table", "csv", "jsonl"), default="table")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(message)s" if args.verbose else "%(message)s",
+        stream=sys.stderr,
+    )
+    for noisy in ("py4j", "deltalake"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    try:
+        return _COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        print("tidemark: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # one clear line for the user; the traceback with --verbose
+        if args.verbose:
+            log.exception("tidemark %s failed", args.command)
+        print(f"tidemark {args.command}: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    first = text.splitlines()[0]
+    return first if len(first) <= 400 else first[:399] + "…"
+
+
+def _lake(args: argparse.Namespace):
+    from tidemark.lake import Lake
+
+    return Lake.from_env(args.lake)
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    from tidemark.ingest.landing import describe, ingest
+    from tidemark.ingest.progress import progress_for
+
+    missing = [p for p in args.paths if not p.exists()]
+    for path in missing:
+        print(f"tidemark ingest: error: {path}: no such file or folder", file=sys.stderr)
+    present = [p for p in args.paths if p.exists()]
+    lake = _lake(args)
+    report = ingest(present, lake, progress_for(sys.stderr)) if present else None
+    if report is not None:
+        for failed in report.errors:
+            print(f"tidemark ingest: error: {failed.error}", file=sys.stderr)
+        print(describe(report))
+        print(f"lake: {lake.root}")
+    return 1 if missing or (report and report.errors) else 0
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from tidemark.generate import generate
+
+    started = time.perf_counter()
+    result = generate(args.scenario, args.out, seed=args.seed, scale=args.scale)
+    took = time.perf_counter() - started
+    print(
+        f"wrote {result.events} events in {len(result.files)} file(s) to {args.out} "
+        f"({took:.1f} s); manifest: {result.manifest}"
+    )
+    return 0
+
+
+def _sql(args: argparse.Namespace) -> int:
+    from tidemark.spark.session import spark_session
+    from tidemark.sql import run_sql
+
+    spark = spark_session(_lake(args))
+    run_sql(spark, args.query, args.format)
+    return 0
+
+
+_COMMANDS = {"ingest": _ingest, "generate": _generate, "sql": _sql}
+
+if __name__ == "__main__":
+    sys.exit(main())

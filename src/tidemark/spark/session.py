@@ -1,0 +1,169 @@
+"""The one Spark session factory, used by the CLI, dbt's ``session`` target, tests and server.
+
+It starts Spark in local mode (unless ``TIDEMARK_SPARK_MASTER`` says otherwise) with everything
+under ``TIDEMARK_LAKE``: the warehouse, the Hive metastore (embedded Derby) and the bronze tables,
+which are exposed as views in the ``bronze`` database (Spark's global temporary database, renamed),
+and it registers tidemark's Python UDFs. See docs/decisions/0002-one-spark-session-factory.md.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tidemark.lake import Lake
+
+LAKE_CONF = "spark.tidemark.lake"
+DELTA_MODES = ("deltars", "native")
+_LOG4J = Path(__file__).with_name("log4j2.properties")
+
+
+class SparkSetupError(RuntimeError):
+    """Spark cannot be started as asked; the message says what to do."""
+
+
+def delta_mode() -> str:
+    """How Spark reads bronze: ``deltars`` (default) or ``native`` (``TIDEMARK_DELTA``)."""
+    mode = os.environ.get("TIDEMARK_DELTA", "deltars").strip().lower()
+    if mode not in DELTA_MODES:
+        raise SparkSetupError(
+            f"TIDEMARK_DELTA={mode!r} is not known: use 'deltars' (default, Delta read through "
+            "delta-rs) or 'native' (Delta's own Spark jars must be on the classpath)"
+        )
+    return mode
+
+
+def check_java() -> str:
+    """The Java version string, or a clear error when Java 17+ is missing."""
+    java_home = os.environ.get("JAVA_HOME")
+    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    hint = (
+        "tidemark runs Spark 4, which needs Java 17 or newer: install it "
+        "(Debian/Ubuntu: apt-get install openjdk-17-jre-headless) or set JAVA_HOME"
+    )
+    if not java or not Path(java).exists():
+        raise SparkSetupError(f"Java was not found. {hint}")
+    try:
+        shown = subprocess.run(
+            [java, "-version"], capture_output=True, text=True, timeout=30, check=False
+        ).stderr
+    except OSError as exc:
+        raise SparkSetupError(f"{java} could not be run ({exc}). {hint}") from exc
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', shown)
+    if not match:
+        raise SparkSetupError(f"{java} did not report a version. {hint}")
+    major = int(match.group(1))
+    if major == 1 and match.group(2):  # "1.8" style
+        major = int(match.group(2))
+    if major < 17:
+        raise SparkSetupError(f"{java} is Java {major}. {hint}")
+    return shown.splitlines()[0] if shown else ""
+
+
+def spark_conf(lake: Lake) -> dict[str, str]:
+    """The Spark settings for ``lake`` (static ones included, so they apply at start-up)."""
+    metastore = lake.metastore / "metastore_db"
+    java_options = f"-Dderby.system.home={lake.logs} -Dlog4j2.configurationFile=file:{_LOG4J}"
+    conf = {
+        "spark.master": os.environ.get("TIDEMARK_SPARK_MASTER", "local[*]"),
+        "spark.app.name": "tidemark",
+        LAKE_CONF: str(lake.root),
+        "spark.sql.catalogImplementation": "hive",
+        "spark.sql.warehouse.dir": lake.warehouse.as_uri(),
+        "spark.hadoop.javax.jdo.option.ConnectionURL": (
+            f"jdbc:derby:;databaseName={metastore};create=true"
+        ),
+        "spark.driver.extraJavaOptions": java_options,
+        # Bronze tables appear as views in this database (see register_bronze).
+        "spark.sql.globalTempDatabase": "bronze",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": os.environ.get("TIDEMARK_SHUFFLE_PARTITIONS", "8"),
+        "spark.driver.memory": os.environ.get("TIDEMARK_DRIVER_MEMORY", "4g"),
+        "spark.ui.enabled": "true" if os.environ.get("TIDEMARK_SPARK_UI") == "1" else "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.host": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
+        "spark.driver.bindAddress": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
+        # dbt-spark turns ANSI mode off in its sessions; the CLI and tests use the same semantics.
+        "spark.sql.ansi.enabled": "false",
+        "spark.sql.sources.partitionOverwriteMode": "dynamic",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.execution.pythonUDTF.arrow.enabled": "true",
+    }
+    if delta_mode() == "native":
+        conf["spark.sql.extensions"] = "io.delta.sql.DeltaSparkSessionExtension"
+        conf["spark.sql.catalog.spark_catalog"] = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+    return conf
+
+
+def spark_session(lake: Lake | None = None):  # -> pyspark.sql.SparkSession
+    """Start (or return) the process's Spark session for ``lake`` (default: ``TIDEMARK_LAKE``).
+
+    A process serves one lake: asking for another one while a session runs is an error, because
+    Spark's warehouse and metastore are fixed when it starts.
+    """
+    lake = lake or Lake.from_env()
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        running = active.conf.get(LAKE_CONF, None)
+        if running != str(lake.root):
+            raise SparkSetupError(
+                f"this process's Spark session serves the lake {running}, not {lake.root}: "
+                "one process, one TIDEMARK_LAKE"
+            )
+        return active
+
+    check_java()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # Local mode talks to itself only; this also silences Spark's "resolves to loopback" warning.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    for folder in (lake.warehouse, lake.metastore, lake.logs):
+        folder.mkdir(parents=True, exist_ok=True)
+    builder = SparkSession.builder.enableHiveSupport()
+    for key, value in spark_conf(lake).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("TIDEMARK_SPARK_LOG_LEVEL", "WARN"))
+    _check_metastore(spark, lake)
+    if delta_mode() == "native":
+        _check_native_delta(spark)
+
+    from tidemark.spark.bronze import register_bronze
+    from udfs.spark import register_udfs
+
+    register_udfs(spark)
+    register_bronze(spark, lake)
+    return spark
+
+
+def _check_metastore(spark, lake: Lake) -> None:
+    try:
+        spark.sql("show databases").collect()
+    except Exception as exc:
+        text = str(exc)
+        if "Derby" in text or "metastore" in text.lower() or "SessionHiveMetaStoreClient" in text:
+            spark.stop()
+            raise SparkSetupError(
+                f"the lake's metastore ({lake.metastore}) is in use by another process, such as "
+                "`tidemark serve` or another dbt run: stop it, or run dbt against the server "
+                "with `dbt build --target thrift`"
+            ) from exc
+        raise
+
+
+def _check_native_delta(spark) -> None:
+    try:
+        spark._jvm.java.lang.Class.forName("io.delta.sql.DeltaSparkSessionExtension")
+    except Exception as exc:
+        spark.stop()
+        raise SparkSetupError(
+            "TIDEMARK_DELTA=native needs Delta's Spark jars (delta-spark 4.0.x for Scala 2.13) on "
+            "the classpath, e.g. spark.jars.packages=io.delta:delta-spark_2.13:4.0.1 on a cluster "
+            "that can reach Maven; unset TIDEMARK_DELTA to read bronze through delta-rs"
+        ) from exc
