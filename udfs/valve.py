@@ -3,9 +3,8 @@
 A valve combines the watermarks and watermark statuses of the ``num_channels`` inputs of one task
 input into the task's own watermark and status. ``tidemark.fct_valve_emissions`` lists every output
 of a valve fed one input's ``watermark`` / ``watermark_status`` events in ``seq`` order; the Spark
-adapter calls :meth:`StatusWatermarkValve.input_watermark` / :meth:`~StatusWatermarkValve.input_status`
-once per event and keeps the valve between batches with :meth:`~StatusWatermarkValve.to_state` /
-:meth:`~StatusWatermarkValve.from_state`. This module never imports pyspark.
+adapter calls ``input_watermark`` / ``input_status`` once per event and keeps the valve between
+batches with ``to_state`` / ``from_state`` (JSON-serialisable). This module never imports pyspark.
 
 State (section 4.1)
 -------------------
@@ -55,7 +54,11 @@ Flink PR #29024 (FLINK-40475) is described as changing two things, both opt-in h
 2. in S1(a) the max is flushed unconditionally, not only when ``ch.watermark == lastOut``, so the
    final watermark no longer depends on which channel goes idle last (E7 exception).
 
-Everything else is as in the default semantics.
+Everything else is as in the default semantics. Two consequences worth knowing: under the default
+semantics the stall and the skipped flush can combine so that a watermark is never emitted at all
+(a channel reactivates above ``lastOut``, then every channel goes idle with the last one below
+it); and under FLINK-40475 a reactivation that ends the valve's idleness never emits a watermark
+after ACTIVE, because the unconditional flush has already raised ``lastOut`` to the max.
 
 Cost
 ----
@@ -74,7 +77,7 @@ O(log channels) amortised per event, like Flink >= 1.17's heap (FLINK-30544):
 from __future__ import annotations
 
 import operator
-from enum import Enum
+from enum import StrEnum
 from heapq import heapify, heappop, heappush
 from typing import Any
 
@@ -119,8 +122,8 @@ class ValveInputError(ValueError):
     """An input the valve cannot take: bad channel, status, watermark, size, semantics or state."""
 
 
-class ValveSemantics(str, Enum):
-    """Which Flink valve code to reproduce (see the module docstring)."""
+class ValveSemantics(StrEnum):
+    """Which Flink valve code to reproduce (see the module docstring); a ``str`` and an ``Enum``."""
 
     FLINK_1_13_TO_2_0 = "flink-1.13-2.0"
     """Flink 1.13 to 2.0 (rules W1-W4, S1-S3); the default."""
@@ -233,17 +236,38 @@ class StatusWatermarkValve:
         wm[channel] = watermark
         if watermark > self._max:
             self._max = watermark
-        key = ((watermark - LONG_MIN) << self._shift) | channel
-        self._key[channel] = key
-        if self._aligned[channel]:
-            self._push(key)
-        elif watermark >= self._last_out:
+        shift = self._shift
+        key = ((watermark - LONG_MIN) << shift) | channel
+        keys = self._key
+        keys[channel] = key
+        aligned = self._aligned
+        heap = self._heap
+        last_out = self._last_out
+        if aligned[channel]:
+            _heappush(heap, key)
+            if len(heap) > self._heap_limit:
+                self._rebuild_heap()
+        elif watermark >= last_out:
             # W3: an unaligned channel that caught up with lastOut is aligned again (E5).
-            self._aligned[channel] = True
-            self._push(key)
-        # else W3 catch-up mode: stored, stays unaligned; the min step below still runs (W4),
-        # which matters after a reactivation that skipped it (E6).
-        return self._min_step()
+            aligned[channel] = True
+            _heappush(heap, key)
+            if len(heap) > self._heap_limit:
+                self._rebuild_heap()
+        # else W3 catch-up mode: stored, stays unaligned; the min step still runs (W4), which
+        # matters after a reactivation that skipped it (E6).
+        # W4, the min step, inlined from _min_step for speed (this is the hot path).
+        mask = self._mask
+        while heap:
+            top = heap[0]
+            owner = top & mask
+            if aligned[owner] and keys[owner] == top:
+                low = (top >> shift) + LONG_MIN
+                if low > last_out:
+                    self._last_out = low
+                    return [("watermark", low)]
+                return []
+            _heappop(heap)  # a dead entry
+        return []
 
     def input_status(self, channel: int, status: str) -> list[Emission]:
         """Feed a watermark status, ``"IDLE"`` or ``"ACTIVE"``, on ``channel`` (rules S1-S3)."""
@@ -261,10 +285,11 @@ class StatusWatermarkValve:
                 # S1(a): all channels idle. Flush the max (E7) when the channel was at lastOut,
                 # or always under FLINK-40475; then the valve goes IDLE, watermark first.
                 out: list[Emission] = []
-                if self._unconditional_flush or channel_wm == self._last_out:
-                    if self._max > self._last_out:
-                        self._last_out = self._max
-                        out.append(("watermark", self._max))
+                if (
+                    self._unconditional_flush or channel_wm == self._last_out
+                ) and self._max > self._last_out:
+                    self._last_out = self._max
+                    out.append(("watermark", self._max))
                 self._valve_idle = True
                 out.append(_EMIT_IDLE)
                 return out
@@ -376,9 +401,7 @@ class StatusWatermarkValve:
         if unknown:
             raise ValveInputError(f"valve state has unknown keys {unknown!r}")
         if state["format"] != STATE_FORMAT:
-            raise ValveInputError(
-                f"valve state format {state['format']!r} is not {STATE_FORMAT!r}"
-            )
+            raise ValveInputError(f"valve state format {state['format']!r} is not {STATE_FORMAT!r}")
         valve = cls(_strict_int(state["num_channels"], "num_channels"), state["semantics"])
         n = valve._n
         last_out = _strict_long(state["last_output_watermark"], "last_output_watermark")
@@ -437,10 +460,15 @@ class StatusWatermarkValve:
         heap = self._heap
         _heappush(heap, key)
         if len(heap) > self._heap_limit:
-            aligned = self._aligned
-            keys = self._key
-            heap[:] = [keys[c] for c in range(self._n) if aligned[c]]
-            _heapify(heap)
+            self._rebuild_heap()
+
+    def _rebuild_heap(self) -> None:
+        """Drop all dead entries: O(n), after at least n + 32 pushes since the last rebuild."""
+        aligned = self._aligned
+        keys = self._key
+        heap = self._heap
+        heap[:] = [keys[c] for c in range(self._n) if aligned[c]]
+        _heapify(heap)
 
     def _min_step(self) -> list[Emission]:
         """W4: emit the min over aligned channels if it is above ``lastOut`` (E3, E8)."""
