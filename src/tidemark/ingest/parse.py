@@ -92,7 +92,21 @@ def _parse_block(
         tables.append(pa.Table.from_pylist(typed, schema=PARSED))
 
 
+def _looks_like_objects(block: Sequence[bytes]) -> bool:
+    # Arrow's reader must only see lines that are one JSON object each: a line holding just
+    # `null` crashes pyarrow 26's JSON reader (segmentation fault), so screen first.
+    for line in block:
+        text = line.strip()
+        if text.startswith(b"\xef\xbb\xbf"):
+            text = text[3:].lstrip()
+        if not (text.startswith(b"{") and text.endswith(b"}")):
+            return False
+    return True
+
+
 def _fast(block: Sequence[bytes]) -> pa.Table | None:
+    if not _looks_like_objects(block):
+        return None
     data = b"\n".join(block) + b"\n"
     try:
         table = pa_json.read_json(
@@ -137,7 +151,7 @@ def parse_line(raw: bytes) -> dict[str, object] | str:
     except RecursionError:
         return "malformed JSON: nested too deeply"
     if not isinstance(obj, dict):
-        return f"line is a JSON {type(obj).__name__}, not an object"
+        return f"line is a JSON {_json_type(obj)}, not an object"
     for name in getattr(obj, "repeated", ()):
         if name in _KIND:
             return f"field '{name}' appears more than once"
@@ -190,6 +204,8 @@ def _unicode_problem(value: str) -> str | None:
 
 
 def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, int | float):

@@ -1,0 +1,349 @@
+"""`tidemark ingest` without Spark: every contract rule, exactly-once landing, crash recovery."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+
+from tests.events import DELETE, status, timer, vertex, watermark, write_jsonl
+from tidemark.ingest import landing
+from tidemark.ingest.landing import IngestReport, ingest
+from tidemark.lake import Lake
+
+
+@pytest.fixture
+def lake(tmp_path: Path) -> Lake:
+    return Lake.from_env(tmp_path / "lake")
+
+
+def rows(lake: Lake, table: str) -> list[dict]:
+    path = lake.bronze_table(table)
+    if not DeltaTable.is_deltatable(str(path)):
+        return []
+    found = DeltaTable(str(path)).to_pyarrow_dataset().to_table().to_pylist()
+    return sorted(found, key=lambda r: (r.get("source_sha256"), r.get("line_number")))
+
+
+def content(lake: Lake, table: str) -> list[dict]:
+    """Rows without the columns that depend on when and in which commit they landed."""
+    drop = {"ingest_id", "ingested_at"}
+    return [{k: v for k, v in r.items() if k not in drop} for r in rows(lake, table)]
+
+
+def quarantine_reasons(lake: Lake) -> dict[int, str]:
+    return {r["line_number"]: r["reason"] for r in rows(lake, "quarantine")}
+
+
+def assert_every_line_in_one_place(report: IngestReport) -> None:
+    assert report.accepted + report.duplicates + report.quarantined == report.lines_read
+
+
+# -- every rule of contract §1 has a bad-input case ------------------------------------------
+BAD_LINES = [
+    ("malformed JSON", b'{"type": "timer",', "malformed JSON"),
+    ("not an object", b"[1, 2, 3]", "line is a JSON array, not an object"),
+    ("missing type", timer(type=DELETE), "missing field 'type'"),
+    ("unknown type", timer(type="gauge"), "field 'type' is 'gauge': expected one of"),
+    ("missing job_id", timer(job_id=DELETE), "missing field 'job_id'"),
+    ("empty job_id", timer(job_id=""), "field 'job_id' is empty"),
+    ("job_id not a string", timer(job_id=12), "field 'job_id' must be a string"),
+    ("empty vertex_id", vertex(vertex_id=""), "field 'vertex_id' is empty"),
+    ("missing subtask_index", timer(subtask_index=DELETE), "missing field 'subtask_index'"),
+    ("negative subtask_index", timer(subtask_index=-1), "field 'subtask_index' is negative: -1"),
+    ("float subtask_index", timer(subtask_index=1.0), "must be an integer, got number 1.0"),
+    ("negative attempt", timer(attempt=-2), "field 'attempt' is negative: -2"),
+    ("string attempt", timer(attempt="0"), "field 'attempt' must be an integer"),
+    ("missing seq", timer(DELETE), "missing field 'seq'"),
+    ("negative seq", timer(seq=-5), "field 'seq' is negative: -5"),
+    ("huge seq", timer(seq=2**63), "out of range for a signed 64-bit integer"),
+    ("missing ts_ms", timer(ts_ms=DELETE), "missing field 'ts_ms'"),
+    ("huge ts_ms", timer(ts_ms=-(2**63) - 1), "out of range for a signed 64-bit integer"),
+    ("bad timer", timer(timer="busy"), "field 'timer' is 'busy': expected one of idle"),
+    ("missing timer", timer(timer=DELETE), "missing field 'timer'"),
+    ("bad action", timer(action="stop"), "field 'action' is 'stop': expected one of start, end"),
+    ("missing input_index", watermark(input_index=DELETE), "missing field 'input_index'"),
+    ("negative input_index", watermark(input_index=-1), "field 'input_index' is negative"),
+    ("negative channel", watermark(channel_index=-1), "field 'channel_index' is negative"),
+    ("channel >= channels", watermark(channel_index=2), "must be below num_channels (2)"),
+    ("zero channels", watermark(num_channels=0), "field 'num_channels' is below 1: 0"),
+    ("missing watermark_ms", watermark(watermark_ms=DELETE), "missing field 'watermark_ms'"),
+    ("float watermark", watermark(watermark_ms=1.5), "field 'watermark_ms' must be an integer"),
+    ("huge watermark", watermark(watermark_ms=2**64), "out of range for a signed 64-bit integer"),
+    ("bad status", status(status="idle"), "field 'status' is 'idle': expected one of IDLE, ACTIVE"),
+    ("missing status", status(status=DELETE), "missing field 'status'"),
+    ("missing parallelism", vertex(parallelism=DELETE), "missing field 'parallelism'"),
+    ("zero parallelism", vertex(parallelism=0), "field 'parallelism' is below 1: 0"),
+    ("busy flag string", vertex(busy_time_enabled="false"), "must be true or false"),
+    ("upstream not a list", vertex(upstream_vertex_ids="src"), "must be an array of strings"),
+    ("upstream null item", vertex(upstream_vertex_ids=["a", None]), "holds a null or empty id"),
+    ("repeated key", b'{"type": "timer", "type": "vertex"}', "field 'type' appears more than once"),
+    ("invalid utf-8", b'{"type": "timer", "job_id": "\xff\xfe"}', "line is not valid UTF-8"),
+]
+
+
+@pytest.mark.parametrize(("case", "bad", "reason"), BAD_LINES, ids=[c[0] for c in BAD_LINES])
+def test_each_contract_rule_quarantines_with_a_reason(
+    tmp_path: Path, lake: Lake, case: str, bad: dict | bytes, reason: str
+) -> None:
+    good = timer(seq=100, subtask_index=9)
+    path = write_jsonl(tmp_path / "events.jsonl", [good, bad, good])
+    report = ingest([path], lake)
+    assert (report.lines_read, report.accepted, report.duplicates, report.quarantined) == (
+        3,
+        1,
+        1,
+        1,
+    )
+    [row] = rows(lake, "quarantine")
+    assert row["line_number"] == 2 and reason in row["reason"]
+    assert row["source_file"] == str(path) and row["raw_line"]
+    if isinstance(bad, bytes) and b"\xff" in bad:
+        assert row["raw_bytes"] == bad  # nothing is lost, even bytes that are not text
+    assert len(rows(lake, "timer_events")) == 1
+
+
+def test_valid_events_land_in_their_tables_with_lineage(tmp_path: Path, lake: Lake) -> None:
+    path = write_jsonl(
+        tmp_path / "a.jsonl",
+        [vertex(), timer(0), watermark(1), status(2), timer(3, attempt=DELETE, action="end")],
+    )
+    report = ingest([path], lake)
+    assert (report.accepted, report.quarantined, report.duplicates) == (5, 0, 0)
+    timers = rows(lake, "timer_events")
+    assert [(r["seq"], r["attempt"], r["action"]) for r in timers] == [
+        (0, 0, "start"),
+        (3, 0, "end"),
+    ]
+    channel = rows(lake, "watermark_events")
+    assert [(r["event_type"], r["watermark_ms"], r["status"]) for r in channel] == [
+        ("watermark", 501, None),
+        ("watermark_status", None, "IDLE"),
+    ]
+    [graph] = rows(lake, "vertices")
+    assert graph["upstream_vertex_ids"] == ["source"] and graph["busy_time_enabled"] is True
+    assert {r["line_number"] for r in timers + channel + [graph]} == {1, 2, 3, 4, 5}
+    assert all(r["source_file"] == str(path) for r in timers)
+
+
+def test_vertex_defaults(tmp_path: Path, lake: Lake) -> None:
+    path = write_jsonl(
+        tmp_path / "g.jsonl",
+        [vertex(busy_time_enabled=DELETE, upstream_vertex_ids=DELETE, vertex_name=DELETE)],
+    )
+    ingest([path], lake)
+    [graph] = rows(lake, "vertices")
+    assert graph["busy_time_enabled"] is True and graph["upstream_vertex_ids"] == []
+    assert graph["vertex_name"] is None
+
+
+def test_reingesting_the_same_content_adds_nothing(tmp_path: Path, lake: Lake) -> None:
+    path = write_jsonl(tmp_path / "a.jsonl", [timer(0), timer(1), b"garbage"])
+    first = ingest([path], lake)
+    copy = tmp_path / "renamed.jsonl"
+    copy.write_bytes(path.read_bytes())
+    again = ingest([path, copy], lake)
+    assert (first.accepted, first.quarantined) == (2, 1)
+    assert again.accepted == 0 and again.quarantined == 0
+    assert all(f.skipped_as_seen for f in again.files)
+    assert_every_line_in_one_place(again)
+    assert len(rows(lake, "timer_events")) == 2 and len(rows(lake, "quarantine")) == 1
+
+
+def test_duplicates_across_files_are_kept_once_and_conflicts_quarantined(
+    tmp_path: Path, lake: Lake
+) -> None:
+    a = write_jsonl(tmp_path / "a.jsonl", [timer(0), timer(1), watermark(2)])
+    b = write_jsonl(
+        tmp_path / "b.jsonl",
+        [timer(1), timer(0, ts_ms=99), watermark(2), status(2), timer(5), timer(5)],
+    )
+    ingest([a], lake)
+    report = ingest([b], lake)
+    assert (report.accepted, report.duplicates, report.quarantined) == (1, 3, 2)
+    reasons = quarantine_reasons(lake)
+    assert set(reasons) == {2, 4}
+    assert all(r.startswith("conflict: an event with the same identity") for r in reasons.values())
+    assert "seq=0" in reasons[2] and "seq=2" in reasons[4]
+    first = [r for r in rows(lake, "timer_events") if r["seq"] == 0]
+    assert first[0]["ts_ms"] == 1000  # the first one stays
+
+
+def test_identity_spans_event_types_and_attempts(tmp_path: Path, lake: Lake) -> None:
+    path = write_jsonl(
+        tmp_path / "a.jsonl",
+        [timer(3), watermark(3), timer(3, attempt=1), timer(3, subtask_index=1)],
+    )
+    report = ingest([path], lake)
+    assert (report.accepted, report.quarantined) == (3, 1)
+    assert list(quarantine_reasons(lake)) == [2]
+
+
+def test_num_channels_is_constant_per_task_input(tmp_path: Path, lake: Lake) -> None:
+    a = write_jsonl(
+        tmp_path / "a.jsonl", [watermark(0), watermark(1, input_index=1, num_channels=5)]
+    )
+    b = write_jsonl(
+        tmp_path / "b.jsonl",
+        [watermark(2, num_channels=3), watermark(3, input_index=1, num_channels=5), watermark(4)],
+    )
+    ingest([a], lake)
+    report = ingest([b], lake)
+    assert (report.accepted, report.quarantined) == (2, 1)
+    assert quarantine_reasons(lake) == {
+        1: "field 'num_channels' is 3: input 0 of this task already has 2 channels"
+    }
+
+
+def test_repeated_vertex_record_is_a_duplicate_and_a_new_one_lands(
+    tmp_path: Path, lake: Lake
+) -> None:
+    a = write_jsonl(tmp_path / "a.jsonl", [vertex(parallelism=2), vertex(parallelism=4)])
+    b = write_jsonl(tmp_path / "b.jsonl", [vertex(parallelism=2), vertex(parallelism=8)])
+    ingest([a], lake)
+    report = ingest([b], lake)
+    assert (report.accepted, report.duplicates) == (1, 1)
+    assert sorted(r["parallelism"] for r in rows(lake, "vertices")) == [2, 4, 8]
+
+
+def test_empty_and_blank_files(tmp_path: Path, lake: Lake) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    blank = tmp_path / "blank.jsonl"
+    blank.write_bytes(b"\n   \n\t\r\n")
+    report = ingest([empty, blank], lake)
+    assert report.lines_read == 0 and not report.errors
+    assert len(rows(lake, "ingest_log")) == 2
+
+
+def test_gzip_crlf_and_unicode(tmp_path: Path, lake: Lake) -> None:
+    text = (
+        json.dumps(timer(0, job_id="jöb-数据"))
+        + "\r\n\r\n"
+        + json.dumps(timer(1, job_id="jöb-数据"))
+    )
+    path = tmp_path / "events.jsonl.gz"
+    path.write_bytes(gzip.compress(text.encode("utf-8")))
+    report = ingest([path], lake)
+    assert (report.lines_read, report.accepted) == (2, 2)
+    assert [(r["job_id"], r["line_number"]) for r in rows(lake, "timer_events")] == [
+        ("jöb-数据", 1),
+        ("jöb-数据", 3),
+    ]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "corrupt"])
+def test_broken_gzip_is_refused_whole_and_reported(tmp_path: Path, lake: Lake, damage: str) -> None:
+    data = gzip.compress(("\n".join(json.dumps(timer(i)) for i in range(2000))).encode())
+    broken = (
+        data[: len(data) // 2] if damage == "truncated" else data[:20] + b"\x00" * 40 + data[60:]
+    )
+    path = tmp_path / "broken.jsonl.gz"
+    path.write_bytes(broken)
+    good = write_jsonl(tmp_path / "good.jsonl", [timer(0, vertex_id="other")])
+    report = ingest([path, good], lake)
+    [failed] = report.errors
+    assert failed.path == path and "gzip" in (failed.error or "")
+    assert rows(lake, "timer_events") and all(
+        r["vertex_id"] == "other" for r in rows(lake, "timer_events")
+    )
+    assert len(rows(lake, "ingest_log")) == 1  # the broken file is not marked done
+
+
+def test_folders_are_searched_for_event_files(tmp_path: Path, lake: Lake) -> None:
+    folder = tmp_path / "drop"
+    (folder / "nested").mkdir(parents=True)
+    write_jsonl(folder / "a.jsonl", [timer(0)])
+    write_jsonl(folder / "nested" / "b.jsonl", [timer(1)])
+    (folder / "notes.txt").write_text("not events")
+    report = ingest([folder], lake)
+    assert [f.path.name for f in report.files] == ["a.jsonl", "b.jsonl"]
+    assert report.accepted == 2
+
+
+def _crash_after(target: tuple[str, int]):
+    class Crash(Exception):
+        pass
+
+    def hook(table: str, block: int) -> None:
+        if (table, block) == target:
+            raise Crash(f"simulated crash after {table} block {block}")
+
+    return Crash, hook
+
+
+def _mixed_records(n: int) -> list[dict | bytes]:
+    records: list[dict | bytes] = [vertex()]
+    for i in range(n):
+        records.append(timer(i) if i % 3 else watermark(i, channel_index=i % 2))
+        if i % 7 == 0:
+            records.append(timer(i))  # a duplicate
+        if i % 11 == 0:
+            records.append(b"{broken")
+    return records
+
+
+@pytest.mark.parametrize(
+    "crash_at",
+    [
+        ("timer_events", 0),
+        ("watermark_events", 0),
+        ("vertices", 0),
+        ("timer_events", 2),
+        ("quarantine", 3),
+        ("watermark_events", 5),
+    ],
+)
+def test_crash_between_commits_then_rerun_converges(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, crash_at: tuple[str, int]
+) -> None:
+    monkeypatch.setattr(landing, "LINES_PER_BLOCK", 10)
+    path = write_jsonl(tmp_path / "events.jsonl", _mixed_records(60))
+    clean = Lake.from_env(tmp_path / "clean")
+    expected = ingest([path], clean)
+
+    crashed = Lake.from_env(tmp_path / "crashed")
+    crash, hook = _crash_after(crash_at)
+    with pytest.raises(crash):
+        ingest([path], crashed, after_commit=hook)
+    assert rows(crashed, "ingest_log") == []
+    rerun = ingest([path], crashed)
+    assert (rerun.accepted, rerun.duplicates, rerun.quarantined) == (
+        expected.accepted,
+        expected.duplicates,
+        expected.quarantined,
+    )
+    for table in ("timer_events", "watermark_events", "vertices", "quarantine"):
+        assert content(crashed, table) == content(clean, table), table
+
+
+def test_every_line_lands_in_exactly_one_place(tmp_path: Path, lake: Lake) -> None:
+    records = _mixed_records(50)
+    path = write_jsonl(tmp_path / "events.jsonl", records)
+    report = ingest([path], lake)
+    assert_every_line_in_one_place(report)
+    landed = {
+        r["line_number"]
+        for t in ("timer_events", "watermark_events", "vertices", "quarantine")
+        for r in rows(lake, t)
+    }
+    assert len(landed) == report.accepted + report.quarantined
+    [logged] = rows(lake, "ingest_log")
+    assert (logged["lines_read"], logged["accepted"], logged["duplicates"]) == (
+        report.lines_read,
+        report.accepted,
+        report.duplicates,
+    )
+
+
+def test_ingest_ids_grow_with_every_commit(tmp_path: Path, lake: Lake, monkeypatch) -> None:
+    monkeypatch.setattr(landing, "LINES_PER_BLOCK", 2)
+    path = write_jsonl(tmp_path / "a.jsonl", [timer(i) for i in range(6)])
+    ingest([path], lake)
+    later = write_jsonl(tmp_path / "b.jsonl", [timer(10)])
+    ingest([later], lake)
+    ids = [r["ingest_id"] for r in sorted(rows(lake, "timer_events"), key=lambda r: r["seq"])]
+    assert ids == sorted(ids) and len(set(ids)) == 4

@@ -1,0 +1,135 @@
+"""The fast (Arrow) and slow (json) parsers agree, and the slow one names each problem."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tidemark.ingest import parse
+from tidemark.ingest.parse import parse_line, parse_lines
+from tidemark.ingest.schema import PARSED
+
+FIELDS = PARSED.names
+
+json_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=5),
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=5,
+)
+field_values = st.one_of(
+    json_values,
+    st.integers(min_value=-(2**31) - 2, max_value=2**31 + 2),
+    st.sampled_from(["timer", "watermark", "idle", "start", "IDLE", ""]),
+    st.lists(st.one_of(st.text(max_size=3), st.none()), max_size=3),
+)
+records = st.dictionaries(st.sampled_from(FIELDS + ["other"]), field_values, max_size=8)
+
+
+@st.composite
+def raw_lines(draw: st.DrawFn) -> bytes:
+    choice = draw(st.integers(0, 9))
+    if choice == 0:
+        return draw(st.binary(min_size=1, max_size=20)).replace(b"\n", b" ") or b"x"
+    if choice == 1:
+        return json.dumps(draw(json_values)).encode()
+    text = json.dumps(draw(records), ensure_ascii=draw(st.booleans()))
+    return text.encode("utf-8", errors="surrogatepass")
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(st.lists(raw_lines(), min_size=1, max_size=30))
+def test_fast_path_accepts_only_what_the_slow_path_accepts_with_equal_values(
+    lines: list[bytes],
+) -> None:
+    lines = [ln for ln in lines if ln.strip()] or [b"{}"]
+    fast = parse._fast(lines)
+    slow = [parse_line(ln) for ln in lines]
+    if fast is None:
+        return  # the block goes down the slow path: nothing to compare
+    assert all(isinstance(r, dict) for r in slow), "Arrow accepted a line json refuses"
+    assert fast.to_pylist() == slow
+
+
+def test_blocks_with_a_bad_line_are_split_and_only_that_line_fails(monkeypatch) -> None:
+    monkeypatch.setattr(parse, "SLOW_PATH_BELOW", 4)
+    good = json.dumps({"type": "timer", "seq": 1}).encode()
+    lines = [good] * 40 + [b'{"seq": 1.5}'] + [good] * 40
+    result = parse_lines(lines)
+    assert result.failures == [(40, "field 'seq' must be an integer, got number 1.5")]
+    assert result.rows == [i for i in range(81) if i != 40]
+    assert result.table.num_rows == 80
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        (b"not json", "malformed JSON: Expecting value at column 1"),
+        (b'{"seq": 1', "malformed JSON: Expecting ',' delimiter at column 10"),
+        (b"[1, 2]", "line is a JSON array, not an object"),
+        (b'"text"', "line is a JSON string, not an object"),
+        (b'{"seq": 1} {"seq": 2}', "malformed JSON: Extra data at column 12"),
+        (b'{"seq": "1"}', "field 'seq' must be an integer, got string \"1\""),
+        (b'{"seq": true}', "field 'seq' must be an integer, got boolean true"),
+        (b'{"seq": 2.0}', "field 'seq' must be an integer, got number 2.0"),
+        (
+            b'{"seq": 9223372036854775808}',
+            "field 'seq' is out of range for a signed 64-bit integer: 9223372036854775808",
+        ),
+        (
+            b'{"subtask_index": 2147483648}',
+            "field 'subtask_index' is out of range for a signed 32-bit integer: 2147483648",
+        ),
+        (b'{"job_id": 7}', "field 'job_id' must be a string, got number 7"),
+        (b'{"job_id": "\\ud800"}', "field 'job_id' is not valid unicode (lone surrogate escape)"),
+        (
+            b'{"busy_time_enabled": "yes"}',
+            "field 'busy_time_enabled' must be true or false, got string \"yes\"",
+        ),
+        (
+            b'{"upstream_vertex_ids": "a"}',
+            "field 'upstream_vertex_ids' must be an array of strings, got string \"a\"",
+        ),
+        (
+            b'{"upstream_vertex_ids": [1]}',
+            "field 'upstream_vertex_ids' must be an array of strings, has number 1",
+        ),
+        (b'{"seq": 1, "seq": 2}', "field 'seq' appears more than once"),
+        (b"\xff\xfe{}", "line is not valid UTF-8 (byte 1)"),
+    ],
+)
+def test_slow_path_reasons(raw: bytes, reason: str) -> None:
+    assert parse_line(raw) == reason
+
+
+def test_unicode_values_and_bom_are_kept() -> None:
+    row = parse_line('\ufeff{"job_id": "jöb-数据", "vertex_id": "v\\u00e9"}'.encode())
+    assert isinstance(row, dict)
+    assert row["job_id"] == "jöb-数据" and row["vertex_id"] == "vé"
+
+
+def test_null_means_absent_and_unknown_fields_are_ignored() -> None:
+    row = parse_line(b'{"attempt": null, "extra": {"deep": [1, 2]}}')
+    assert isinstance(row, dict)
+    assert row["attempt"] is None and "extra" not in row
+
+
+def test_lines_that_are_not_objects_never_reach_arrow() -> None:
+    # A line holding only `null` crashes pyarrow 26's JSON reader; the block must be screened.
+    lines = [b'{"seq": 1}'] * 300 + [b"null", b"  null  ", b"\xef\xbb\xbfnull"]
+    result = parse_lines(lines)
+    assert result.table.num_rows == 300
+    assert [reason for _, reason in result.failures] == [
+        "line is a JSON null, not an object"
+    ] * 2 + ["line is a JSON null, not an object"]
