@@ -15,11 +15,6 @@ from tidemark.ingest.landing import IngestReport, ingest
 from tidemark.lake import Lake
 
 
-@pytest.fixture
-def lake(tmp_path: Path) -> Lake:
-    return Lake.from_env(tmp_path / "lake")
-
-
 def rows(lake: Lake, table: str) -> list[dict]:
     path = lake.bronze_table(table)
     if not DeltaTable.is_deltatable(str(path)):

@@ -130,9 +130,9 @@ def spark_session(lake: Lake | None = None):  # -> pyspark.sql.SparkSession
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("TIDEMARK_SPARK_LOG_LEVEL", "WARN"))
-    _check_metastore(spark, lake)
     if delta_mode() == "native":
         _check_native_delta(spark)
+    _check_metastore(spark, lake)
 
     from tidemark.spark.bronze import register_bronze
     from udfs.spark import register_udfs

@@ -1,0 +1,75 @@
+"""Driving tidemark and dbt exactly as a user would: real commands in subprocesses.
+
+Each call gets the test's own ``TIDEMARK_LAKE`` and its own dbt target and log folders, so tests
+(and developers running dbt by hand) never share state.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from tidemark.lake import Lake
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+@dataclass
+class Result:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def check(self) -> Result:
+        assert self.returncode == 0, f"exit {self.returncode}\n{self.stdout}\n{self.stderr}"
+        return self
+
+
+def environment(lake: Lake, **extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    work = lake.root.parent / ".dbt"
+    env.update(
+        {
+            "TIDEMARK_LAKE": str(lake.root),
+            "DBT_TARGET_PATH": str(work / "target"),
+            "DBT_LOG_PATH": str(work / "logs"),
+            "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+            "TIDEMARK_SHUFFLE_PARTITIONS": env.get("TIDEMARK_SHUFFLE_PARTITIONS", "2"),
+            "TIDEMARK_DRIVER_MEMORY": env.get("TIDEMARK_DRIVER_MEMORY", "2g"),
+        }
+    )
+    env.update(extra)
+    return env
+
+
+def run(args: list[str], lake: Lake, timeout: float = 900, **extra: str) -> Result:
+    done = subprocess.run(
+        args,
+        cwd=ROOT,
+        env=environment(lake, **extra),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    return Result(done.returncode, done.stdout, done.stderr)
+
+
+def tidemark(*args: str, lake: Lake, **extra: str) -> Result:
+    return run([str(BIN / "tidemark"), *args], lake, **extra)
+
+
+def dbt(*args: str, lake: Lake, **extra: str) -> Result:
+    return run([str(BIN / "dbt"), *args], lake, **extra)
+
+
+def sql_rows(query: str, lake: Lake) -> list[dict]:
+    """Rows of a query through ``tidemark sql --format jsonl``."""
+    import json
+
+    out = tidemark("sql", query, "--format", "jsonl", lake=lake).check().stdout
+    return [json.loads(line) for line in out.splitlines() if line.strip()]

@@ -1,0 +1,92 @@
+"""The tidemark command as a user runs it: exit codes, one-line errors, kill -9 and re-run."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+
+from tests.e2e.harness import BIN, ROOT, environment, tidemark
+from tests.events import timer, watermark, write_jsonl
+from tidemark.lake import Lake
+
+pytestmark = pytest.mark.e2e
+
+
+def _content(lake: Lake, table: str) -> list[tuple]:
+    found = DeltaTable(str(lake.bronze_table(table))).to_pyarrow_dataset().to_table()
+    keep = [c for c in found.column_names if c not in ("ingest_id", "ingested_at")]
+    return sorted(tuple(r.values()) for r in found.select(keep).to_pylist())
+
+
+def test_ingest_prints_counts_and_fails_only_for_unreadable_input(
+    tmp_path: Path, lake: Lake
+) -> None:
+    good = write_jsonl(tmp_path / "good.jsonl", [timer(0), timer(0), b"{nope"])
+    result = tidemark("ingest", str(good), lake=lake).check()
+    assert "3 lines read, 1 accepted, 1 duplicate, 1 quarantined" in result.stdout
+
+    broken = tmp_path / "broken.jsonl.gz"
+    broken.write_bytes(gzip.compress(b'{"a": 1}\n' * 1000)[:-30])
+    other = write_jsonl(tmp_path / "other.jsonl", [timer(5)])
+    result = tidemark("ingest", str(broken), str(other), str(tmp_path / "missing"), lake=lake)
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if "error:" in line]
+    assert any("missing: no such file or folder" in e for e in errors)
+    assert any("broken.jsonl.gz" in e and "gzip" in e for e in errors)
+    assert "1 accepted" in result.stdout  # the readable file still landed
+
+
+def test_kill_9_mid_ingest_then_rerun_converges(tmp_path: Path) -> None:
+    path = tmp_path / "big.jsonl"
+    with path.open("w") as handle:
+        for i in range(1_400_000):
+            record = timer(i, subtask_index=i % 4) if i % 5 else watermark(i, channel_index=i % 2)
+            handle.write(json.dumps(record) + "\n")
+    killed = Lake.from_env(tmp_path / "killed")
+    process = subprocess.Popen(
+        [str(BIN / "tidemark"), "ingest", str(path)],
+        cwd=ROOT,
+        env=environment(killed),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    log = killed.bronze_table("timer_events") / "_delta_log"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and len(list(log.glob("*.json"))) < 2:
+        time.sleep(0.01)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert len(list(log.glob("*.json"))) >= 2, "ingest never committed a block"
+    logged = killed.bronze_table("ingest_log")
+    assert DeltaTable(str(logged)).to_pyarrow_dataset().count_rows() == 0, "finished before kill"
+
+    rerun = tidemark("ingest", str(path), lake=killed).check()
+    assert "1400000 accepted, 0 duplicate, 0 quarantined" in rerun.stdout
+    clean = Lake.from_env(tmp_path / "clean")
+    tidemark("ingest", str(path), lake=clean).check()
+    for table in ("timer_events", "watermark_events"):
+        assert _content(killed, table) == _content(clean, table)
+
+
+def test_sql_errors_are_one_line_and_native_delta_needs_its_jars(lake: Lake) -> None:
+    result = tidemark("sql", "select * from bronze.no_such_table", lake=lake)
+    assert result.returncode == 1
+    [line] = [x for x in result.stderr.splitlines() if x.startswith("tidemark sql: error:")]
+    assert "no_such_table" in line
+
+    result = tidemark("sql", "select 1", lake=lake, TIDEMARK_DELTA="native")
+    assert result.returncode == 1
+    assert "TIDEMARK_DELTA=native needs Delta's Spark jars" in result.stderr
+
+
+def test_generate_refuses_an_unknown_scenario(tmp_path: Path, lake: Lake) -> None:
+    result = tidemark("generate", "--scenario", "nope", "--out", str(tmp_path / "x"), lake=lake)
+    assert result.returncode == 1
+    assert "tidemark generate: error:" in result.stderr and "steady" in result.stderr

@@ -1,0 +1,108 @@
+"""Spark reads bronze as the current Delta snapshot, through the Delta log, never by globbing."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+
+from tests.events import timer, vertex, watermark, write_jsonl
+from tidemark.ingest.landing import ingest
+from tidemark.lake import Lake
+from tidemark.spark.bronze import register_bronze, snapshot_files
+from tidemark.spark.session import SparkSetupError, spark_session
+from tidemark.sql import run_sql
+
+pytestmark = pytest.mark.spark
+
+
+def _land_in_many_commits(tmp_path: Path, lake: Lake, files: int = 6) -> None:
+    for n in range(files):
+        path = write_jsonl(
+            tmp_path / f"part-{n}.jsonl",
+            [timer(n * 10 + i, subtask_index=n) for i in range(5)] + [watermark(n * 10 + 7)],
+        )
+        ingest([path], lake)
+
+
+def _timer_rows(spark) -> list[tuple]:
+    frame = spark.sql(
+        "select job_id, vertex_id, subtask_index, attempt, seq, ts_ms, timer, action"
+        " from bronze.timer_events"
+    )
+    return sorted(tuple(r) for r in frame.collect())
+
+
+def test_views_expose_each_bronze_table_by_name(spark, tmp_path: Path, lake: Lake) -> None:
+    ingest([write_jsonl(tmp_path / "a.jsonl", [vertex(), timer(0), b"oops"])], lake)
+    register_bronze(spark, lake)
+    tables = {r.tableName for r in spark.sql("show tables in bronze").collect()}
+    assert {"timer_events", "watermark_events", "vertices", "quarantine", "ingest_log"} <= tables
+    assert spark.sql("select count(*) from bronze.quarantine").first()[0] == 1
+    assert spark.sql("select parallelism from bronze.vertices").first()[0] == 2
+
+
+def test_a_lake_without_tables_gives_empty_typed_views(spark, lake: Lake) -> None:
+    register_bronze(spark, lake)
+    frame = spark.sql("select * from bronze.watermark_events")
+    assert frame.count() == 0
+    assert dict(frame.dtypes)["watermark_ms"] == "bigint"
+
+
+def test_compaction_leaves_removed_files_on_disk_and_spark_ignores_them(
+    spark, tmp_path: Path, lake: Lake
+) -> None:
+    _land_in_many_commits(tmp_path, lake)
+    register_bronze(spark, lake)
+    before = _timer_rows(spark)
+    path = str(lake.bronze_table("timer_events"))
+    files_before = snapshot_files(path)
+    assert len(files_before) == 6
+
+    DeltaTable(path).optimize.compact()
+    files_after = snapshot_files(path)
+    assert len(files_after) == 1
+    on_disk = list(Path(path).glob("*.parquet"))
+    assert len(on_disk) == 7  # the six removed files are still there until vacuum
+
+    register_bronze(spark, lake)
+    assert _timer_rows(spark) == before
+    globbed = spark.read.parquet(f"{path}/*.parquet").count()
+    assert globbed == 2 * len(before)  # what a folder glob would have read
+
+
+def test_views_follow_new_commits_when_registered_again(spark, tmp_path: Path, lake: Lake) -> None:
+    ingest([write_jsonl(tmp_path / "a.jsonl", [timer(0)])], lake)
+    register_bronze(spark, lake)
+    assert len(_timer_rows(spark)) == 1
+    ingest([write_jsonl(tmp_path / "b.jsonl", [timer(1)])], lake)
+    assert len(_timer_rows(spark)) == 1  # a view is a snapshot
+    register_bronze(spark, lake)
+    assert len(_timer_rows(spark)) == 2
+
+
+def test_a_second_lake_in_one_process_is_refused(spark, lake: Lake) -> None:
+    with pytest.raises(SparkSetupError, match="one process, one TIDEMARK_LAKE"):
+        spark_session(lake)
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "jsonl"])
+def test_sql_output_formats(spark, fmt: str) -> None:
+    out = io.StringIO()
+    count = run_sql(
+        spark,
+        "select 1 as n, 'a,b' as s, cast(null as string) as z, array('x') as xs,"
+        " timestamp'2024-01-01 00:00:00' as at",
+        fmt,
+        out,
+    )
+    assert count == 1
+    text = out.getvalue()
+    expected = {
+        "table": '| 1 | a,b | NULL | ["x"] | 2024-01-01T00:00:00 |',
+        "csv": 'n,s,z,xs,at\n1,"a,b",,"[""x""]",2024-01-01T00:00:00\n',
+        "jsonl": '{"n": 1, "s": "a,b", "z": null, "xs": ["x"], "at": "2024-01-01T00:00:00"}\n',
+    }[fmt]
+    assert expected in text

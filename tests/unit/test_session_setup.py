@@ -1,0 +1,76 @@
+"""Spark set-up failures reach the user as one clear sentence (no Spark is started here)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from tidemark.lake import Lake
+from tidemark.spark import session
+from tidemark.spark.session import SparkSetupError, check_java, delta_mode, spark_conf
+
+
+def test_missing_java_says_what_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-java"))
+    with pytest.raises(SparkSetupError, match="Java 17 or newer"):
+        check_java()
+
+
+def test_old_java_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    fake = tmp_path / "jdk" / "bin" / "java"
+    fake.parent.mkdir(parents=True)
+    fake.write_text("#!/bin/sh\necho 'openjdk version \"11.0.2\" 2019-01-15' >&2\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
+    with pytest.raises(SparkSetupError, match="is Java 11"):
+        check_java()
+
+
+def test_java_on_this_machine_is_17_or_newer() -> None:
+    assert "version" in check_java()
+
+
+def test_unknown_delta_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TIDEMARK_DELTA", "parquet")
+    with pytest.raises(SparkSetupError, match="TIDEMARK_DELTA='parquet' is not known"):
+        delta_mode()
+
+
+def test_everything_lives_under_the_lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TIDEMARK_DELTA", raising=False)
+    lake = Lake.from_env(tmp_path / "lake")
+    conf = spark_conf(lake)
+    assert conf["spark.sql.warehouse.dir"] == (tmp_path / "lake" / "warehouse").as_uri()
+    assert (
+        str(tmp_path / "lake" / "metastore") in conf["spark.hadoop.javax.jdo.option.ConnectionURL"]
+    )
+    assert conf["spark.sql.globalTempDatabase"] == "bronze"
+    assert "spark.sql.extensions" not in conf
+
+
+def test_native_delta_mode_configures_delta_catalog(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TIDEMARK_DELTA", "native")
+    conf = spark_conf(Lake.from_env(tmp_path))
+    assert conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
+    assert conf["spark.sql.catalog.spark_catalog"].endswith("DeltaCatalog")
+
+
+def test_empty_lake_setting_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TIDEMARK_LAKE", " ")
+    with pytest.raises(ValueError, match="TIDEMARK_LAKE is set but empty"):
+        Lake.from_env()
+
+
+def test_the_pure_cores_do_not_import_pyspark() -> None:
+    import subprocess
+
+    code = (
+        "import sys, tidemark.ingest.landing, tidemark.lake, udfs.valve;"
+        "assert 'pyspark' not in sys.modules, 'pyspark was imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert session.LAKE_CONF == "spark.tidemark.lake"
