@@ -110,6 +110,8 @@ def read_blocks(
         with raw, stream:
             carry = b""
             number = 0
+            seen_until = 0
+            block_first = 1  # line number where the current block starts
             block = Block([], [], 0)
             position = 0
             while True:
@@ -117,25 +119,33 @@ def read_blocks(
                 now = raw.tell()
                 on_bytes(now - position)
                 position = now
-                if not data:
-                    pieces = [carry] if carry else []
-                else:
+                if data:
                     pieces = (carry + data).split(b"\n")
                     carry = pieces.pop()
-                for line in pieces:
-                    number += 1
-                    block.lines_seen += 1
-                    if line.endswith(b"\r"):
-                        line = line[:-1]
-                    if line.strip():
-                        block.lines.append(line)
-                        block.numbers.append(number)
-                        if len(block.lines) >= lines_per_block:
-                            yield block
-                            block = Block([], [], 0)
+                else:
+                    pieces = [carry] if carry else []
+                if any(p.endswith(b"\r") for p in pieces):
+                    pieces = [p[:-1] if p.endswith(b"\r") else p for p in pieces]
+                kept = [(i, p) for i, p in enumerate(pieces, number + 1) if p.strip()]
+                number += len(pieces)
+                seen_until = number  # lines counted so far
+                start = 0
+                while start < len(kept):
+                    room = lines_per_block - len(block.lines)
+                    take = kept[start : start + room]
+                    block.lines.extend(p for _, p in take)
+                    block.numbers.extend(i for i, _ in take)
+                    start += len(take)
+                    if len(block.lines) >= lines_per_block:
+                        last = block.numbers[-1]
+                        block.lines_seen = last - block_first + 1
+                        yield block
+                        block_first = last + 1
+                        block = Block([], [], 0)
                 if not data:
                     break
-            if block.lines_seen:
+            block.lines_seen = seen_until - block_first + 1
+            if block.lines_seen > 0 and (block.lines or block_first <= seen_until):
                 yield block
     except (OSError, EOFError, zlib.error) as exc:
         raise UnreadableFile(f"{path}: {exc}") from exc

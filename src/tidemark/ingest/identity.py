@@ -72,24 +72,40 @@ def fingerprints(events: pa.Table) -> np.ndarray:
     return h
 
 
+def _dense(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct values, code of each value) for a 1-d array."""
+    distinct, codes = np.unique(values, return_inverse=True)
+    return distinct, codes.reshape(-1)
+
+
 def task_codes(events: pa.Table) -> tuple[np.ndarray, list[Task]]:
     """Number the distinct tasks of ``events``: a code per row and the task of each code."""
     if events.num_rows == 0:
         return np.zeros(0, dtype=np.int64), []
-    parts = []
-    dictionaries = []
+    columns: list[tuple[list[object], np.ndarray]] = []
     for name in ("job_id", "vertex_id"):
         encoded = pc.dictionary_encode(events[name]).combine_chunks()
-        parts.append(np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64))
-        dictionaries.append(encoded.dictionary.to_pylist())
-    parts.append(_ints(events["subtask_index"]))
-    parts.append(_ints(events["attempt"]))
-    stacked = np.stack(parts, axis=1)
-    unique, inverse = np.unique(stacked, axis=0, return_inverse=True)
+        indices = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+        columns.append((encoded.dictionary.to_pylist(), indices))
+    for name in ("subtask_index", "attempt"):
+        distinct, codes = _dense(_ints(events[name]))
+        columns.append((distinct.tolist(), codes))
+    # Combine the columns' codes pairwise, re-densifying each time so no product can overflow.
+    combined = np.zeros(events.num_rows, dtype=np.int64)
+    for _, codes in columns:
+        _, combined = _dense(combined * (int(codes.max()) + 1) + codes)
+    first = np.zeros(int(combined.max()) + 1, dtype=np.int64)
+    first[combined[::-1]] = np.arange(len(combined))[::-1]
     tasks = [
-        (dictionaries[0][j], dictionaries[1][v], int(s), int(a)) for j, v, s, a in unique.tolist()
+        (
+            columns[0][0][columns[0][1][i]],
+            columns[1][0][columns[1][1][i]],
+            int(columns[2][0][columns[2][1][i]]),
+            int(columns[3][0][columns[3][1][i]]),
+        )
+        for i in first.tolist()
     ]
-    return inverse.reshape(-1), tasks
+    return combined, tasks
 
 
 @dataclass
@@ -170,11 +186,14 @@ class IdentityIndex:
             np.split(ids, bounds), np.split(seqs, bounds), np.split(fps, bounds), strict=True
         ):
             task_id = int(chunk_ids[0])
-            merged_seqs = np.concatenate([self._seqs[task_id], chunk_seqs])
+            known = self._seqs[task_id]
+            merged_seqs = np.concatenate([known, chunk_seqs])
             merged_fps = np.concatenate([self._fps[task_id], chunk_fps])
-            keep = np.argsort(merged_seqs, kind="stable")
-            self._seqs[task_id] = merged_seqs[keep]
-            self._fps[task_id] = merged_fps[keep]
+            if len(known) and known[-1] >= chunk_seqs[0]:  # not simply appended: sort again
+                keep = np.argsort(merged_seqs, kind="stable")
+                merged_seqs, merged_fps = merged_seqs[keep], merged_fps[keep]
+            self._seqs[task_id] = merged_seqs
+            self._fps[task_id] = merged_fps
 
     # -- judging a block ---------------------------------------------------------------------
     def judge(self, events: pa.Table) -> Verdicts:

@@ -364,11 +364,11 @@ def _judge_block(
     def lineage(lines_idx: np.ndarray) -> dict[str, pa.Array]:
         n = len(lines_idx)
         return {
-            "source_file": pa.array([source] * n, pa.string()),
-            "source_sha256": pa.array([sha256] * n, pa.string()),
+            "source_file": pa.repeat(pa.scalar(source, pa.string()), n),
+            "source_sha256": pa.repeat(pa.scalar(sha256, pa.string()), n),
             "line_number": pa.array(numbers[lines_idx], pa.int64()),
-            "ingest_id": pa.array(np.full(n, ingest_id, dtype=np.int64)),
-            "ingested_at": pa.array([now] * n, pa.timestamp("us", tz="UTC")),
+            "ingest_id": pa.repeat(pa.scalar(ingest_id, pa.int64()), n),
+            "ingested_at": pa.repeat(pa.scalar(now, pa.timestamp("us", tz="UTC")), n),
         }
 
     is_timer = np.asarray(

@@ -20,6 +20,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.json as pa_json
 
@@ -92,11 +93,21 @@ def _parse_block(
         tables.append(pa.Table.from_pylist(typed, schema=PARSED))
 
 
-def _looks_like_objects(block: Sequence[bytes]) -> bool:
-    # Arrow's reader must only see lines that are one JSON object each: a line holding just
-    # `null` crashes pyarrow 26's JSON reader (segmentation fault), so screen first.
-    for line in block:
-        text = line.strip()
+# Arrow's reader must only see lines that are one JSON object each: a line holding just `null`
+# crashes pyarrow 26's JSON reader (segmentation fault). A block is screened first: every line
+# must start with `{` and end with `}`, give or take white space and a byte-order mark.
+def _looks_like_objects(data: bytes) -> bool:
+    raw = np.frombuffer(data, dtype=np.uint8)
+    if raw.size == 0:
+        return False
+    breaks = np.flatnonzero(raw == 0x0A)
+    starts = np.concatenate(([0], breaks + 1))
+    ends = np.concatenate((breaks - 1, [raw.size - 1]))
+    if (ends < starts).any():
+        return False  # an empty line
+    odd = np.flatnonzero((raw[starts] != 0x7B) | (raw[ends] != 0x7D))
+    for k in odd.tolist():  # rare: white space or a BOM around the object, or not an object
+        text = data[starts[k] : ends[k] + 1].strip()
         if text.startswith(b"\xef\xbb\xbf"):
             text = text[3:].lstrip()
         if not (text.startswith(b"{") and text.endswith(b"}")):
@@ -105,9 +116,10 @@ def _looks_like_objects(block: Sequence[bytes]) -> bool:
 
 
 def _fast(block: Sequence[bytes]) -> pa.Table | None:
-    if not _looks_like_objects(block):
+    data = b"\n".join(block)
+    if not _looks_like_objects(data):
         return None
-    data = b"\n".join(block) + b"\n"
+    data += b"\n"
     try:
         table = pa_json.read_json(
             io.BytesIO(data),

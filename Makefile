@@ -1,0 +1,52 @@
+# tidemark: `make demo` sets everything up and runs the main job; `make test` runs every test.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+export TIDEMARK_LAKE ?= $(CURDIR)/lake
+export DBT_SEND_ANONYMOUS_USAGE_STATS ?= false
+
+DEMO_SCENARIO ?= backpressure
+DEMO_DATA ?= demo-data
+BENCH_EVENTS ?= 5000000
+
+.PHONY: help install demo test lint format bench clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+$(BIN)/.installed: pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "tidemark needs Python 3.11 ($(PYTHON) not found)"; exit 1; }
+	@command -v java >/dev/null || [ -n "$$JAVA_HOME" ] || { echo "tidemark needs Java 17+ for Spark: apt-get install openjdk-17-jre-headless"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[dev]"
+	@touch $@
+
+install: $(BIN)/.installed  ## create .venv and install tidemark with its pinned dependencies
+
+demo: install  ## generate the backpressure scenario, ingest it, dbt build, show a few rows
+	$(BIN)/tidemark generate --scenario $(DEMO_SCENARIO) --out $(DEMO_DATA) --seed 7
+	$(BIN)/tidemark ingest $(DEMO_DATA)
+	$(BIN)/dbt build
+	@echo "--- the lake is at $(TIDEMARK_LAKE)"
+	$(BIN)/python -m tidemark.demo
+
+test: install  ## lint, then every test (unit, Spark, end-to-end with real tidemark and dbt)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/pytest
+
+lint: install  ## ruff check and format check only
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: install  ## apply ruff's formatting
+	$(BIN)/ruff format .
+
+bench: install  ## benchmarks: ingest, dbt build and the Spark floor on $(BENCH_EVENTS) events
+	$(BIN)/python bench/run.py --events $(BENCH_EVENTS)
+
+clean:  ## remove the demo lake, generated data and dbt's output (keeps .venv)
+	rm -rf lake demo-data bench-data target logs

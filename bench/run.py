@@ -1,0 +1,155 @@
+"""``make bench``: events/s of each stage and peak memory, against the bare-Spark floor.
+
+Stages, each timed on the same generated events (default 5 million, ``--events``):
+
+* generate: ``tidemark generate --scenario backpressure`` at the scale that gives the events;
+* ingest: ``tidemark ingest`` in a subprocess, with its peak resident memory;
+* start-up: dbt + Spark with nothing to build (the fixed cost of every run);
+* dbt build: a full ``dbt build --full-refresh``;
+* floor: a bare Spark read of the same bronze rows, written straight back out as parquet.
+
+The pipeline's cost is printed as a ratio to the floor. Targets (issue 2): ingest at least
+300,000 events/s with peak memory under 2 GB. Figures vary with the machine; run on an idle one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+sys.path.insert(0, str(ROOT))
+
+
+def _run(args: list[str], env: dict[str, str]) -> tuple[float, int]:
+    """Run a command; returns (seconds, peak RSS in bytes)."""
+    started = time.perf_counter()
+    process = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    took = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"bench: {' '.join(args)} failed")
+    return took, usage.ru_maxrss * 1024
+
+
+def _events_per_scale(scenario: str) -> int:
+    from tidemark.generate import generate
+
+    with tempfile.TemporaryDirectory() as folder:
+        return generate(scenario, Path(folder) / "probe", seed=1, scale=1).events
+
+
+def _floor(lake_root: Path) -> tuple[float, float, int]:
+    """(Spark start-up s, read-and-write s, rows) for a bare copy of the bronze event rows."""
+    from tidemark.lake import Lake
+    from tidemark.spark.bronze import snapshot_files
+    from tidemark.spark.session import spark_session
+
+    lake = Lake.from_env(lake_root)
+    started = time.perf_counter()
+    spark = spark_session(lake)
+    startup = time.perf_counter() - started
+    rows = 0
+    started = time.perf_counter()
+    for name in ("timer_events", "watermark_events"):
+        frame = spark.read.parquet(*snapshot_files(str(lake.bronze_table(name))))
+        out = lake.root / "bench-floor" / name
+        frame.write.mode("overwrite").parquet(str(out))
+        rows += spark.read.parquet(str(out)).count()
+    took = time.perf_counter() - started
+    spark.stop()
+    return startup, took, rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=5_000_000)
+    parser.add_argument("--scenario", default="backpressure")
+    parser.add_argument("--work", type=Path, default=ROOT / "bench-data")
+    args = parser.parse_args()
+
+    shutil.rmtree(args.work, ignore_errors=True)
+    lake = args.work / "lake"
+    data = args.work / "events"
+    env = dict(os.environ)
+    env.update(
+        {
+            "TIDEMARK_LAKE": str(lake),
+            "DBT_TARGET_PATH": str(args.work / "dbt-target"),
+            "DBT_LOG_PATH": str(args.work / "dbt-logs"),
+            "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+        }
+    )
+    scale = max(1, math.ceil(args.events / _events_per_scale(args.scenario)))
+    figures: list[tuple[str, str]] = []
+
+    took, _ = _run(
+        [
+            str(BIN / "tidemark"),
+            "generate",
+            "--scenario",
+            args.scenario,
+            "--out",
+            str(data),
+            "--seed",
+            "1",
+            "--scale",
+            str(scale),
+        ],
+        env,
+    )
+    from tidemark.ingest.files import find_files
+
+    events = sum(sum(1 for _ in f.open("rb")) for f in find_files([data]))
+    figures.append(("generate", f"{events:,} events in {took:.1f} s = {events / took:,.0f}/s"))
+
+    took, rss = _run([str(BIN / "tidemark"), "ingest", str(data)], env)
+    figures.append(("ingest", f"{took:.1f} s = {events / took:,.0f} events/s (target 300,000)"))
+    figures.append(("ingest peak memory", f"{rss / 2**30:.2f} GiB (target < 2 GiB)"))
+
+    startup, _ = _run([str(BIN / "dbt"), "run", "--select", "tag:no-such-tag"], env)
+    figures.append(("dbt + Spark start-up", f"{startup:.1f} s (paid by every dbt run)"))
+    took, rss = _run([str(BIN / "dbt"), "build", "--full-refresh"], env)
+    figures.append(
+        (
+            "dbt build --full-refresh",
+            f"{took:.1f} s = {events / took:,.0f} events/s, "
+            f"{took - startup:.1f} s beyond start-up; peak {rss / 2**30:.2f} GiB",
+        )
+    )
+
+    spark_startup, floor, rows = _floor(lake)
+    figures.append(
+        (
+            "floor: Spark read + write",
+            f"{rows:,} rows in {floor:.1f} s = {rows / floor:,.0f} rows/s "
+            f"(Spark start-up {spark_startup:.1f} s not included)",
+        )
+    )
+    figures.append(("dbt build / floor", f"{(took - startup) / floor:.1f}x (beyond start-up)"))
+
+    for module, function in (("bench.gauges", "bench_gauges"), ("bench.valve", "bench_valve")):
+        try:
+            extra = getattr(__import__(module, fromlist=[function]), function)
+        except (ImportError, AttributeError):
+            continue
+        for name, value in extra(lake=lake, events=events, env=env).items():
+            figures.append((name, str(value)))
+
+    width = max(len(name) for name, _ in figures)
+    print(f"\ntidemark bench: {events:,} events, scenario {args.scenario}, {os.cpu_count()} cores")
+    for name, value in figures:
+        print(f"  {name.ljust(width)}  {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
