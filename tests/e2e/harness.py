@@ -73,3 +73,28 @@ def sql_rows(query: str, lake: Lake) -> list[dict]:
 
     out = tidemark("sql", query, "--format", "jsonl", lake=lake).check().stdout
     return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+_DUMP = """
+import json, sys
+from tidemark.spark.session import spark_session
+spark = spark_session()
+out = {}
+for schema in sys.argv[1:]:
+    for row in spark.sql(f"show tables in {schema}").collect():
+        if row.isTemporary:
+            continue
+        frame = spark.sql(f"select * from {schema}.{row.tableName}")
+        rows = [json.dumps(r.asDict(recursive=True), sort_keys=True, default=str)
+                for r in frame.collect()]
+        out[f"{schema}.{row.tableName}"] = sorted(rows)
+print(json.dumps(out))
+"""
+
+
+def dump_tables(lake: Lake, *schemas: str) -> dict[str, list[str]]:
+    """Every table of ``schemas`` (default: the marts' schema), rows as sorted JSON strings."""
+    import json
+
+    result = run([sys.executable, "-c", _DUMP, *(schemas or ("tidemark",))], lake).check()
+    return json.loads(result.stdout.strip().splitlines()[-1])
