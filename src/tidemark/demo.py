@@ -33,7 +33,9 @@ def main() -> int:
             for name in ("timer_events", "watermark_events", "vertices", "quarantine")
         ),
     )
-    marts = sorted(r.tableName for r in spark.sql("show tables in tidemark").collect())
+    marts = []
+    if spark.catalog.databaseExists("tidemark"):
+        marts = sorted(r.tableName for r in spark.sql("show tables in tidemark").collect())
     print(f"\nmarts in schema tidemark: {', '.join(marts) or '(none yet)'}")
     for name, query in SHOWCASE.items():
         if name in marts:
