@@ -17,11 +17,11 @@ BENCH_EVENTS ?= 5000000
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 
-$(BIN)/.installed: pyproject.toml
+$(BIN)/.installed: pyproject.toml constraints.txt
 	@command -v $(PYTHON) >/dev/null || { echo "tidemark needs Python 3.11 ($(PYTHON) not found)"; exit 1; }
 	@command -v java >/dev/null || [ -n "$$JAVA_HOME" ] || { echo "tidemark needs Java 17+ for Spark: apt-get install openjdk-17-jre-headless"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[dev]"
+	$(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev]"
 	@touch $@
 
 install: $(BIN)/.installed  ## create .venv and install tidemark with its pinned dependencies
