@@ -81,6 +81,8 @@ from tidemark.spark.session import spark_session
 spark = spark_session()
 out = {}
 for schema in sys.argv[1:]:
+    if not spark.catalog.databaseExists(schema):
+        continue
     for row in spark.sql(f"show tables in {schema}").collect():
         if row.isTemporary:
             continue
