@@ -38,6 +38,21 @@ def _parser() -> argparse.ArgumentParser:
     sql = commands.add_parser("sql", help="run Spark SQL against the lake and print the result")
     sql.add_argument("query")
     sql.add_argument("--format", choices=("table", "csv", "jsonl"), default="table")
+    serve = commands.add_parser(
+        "serve", help="start the Spark Thrift (HiveServer2) endpoint for BI tools and dbt"
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback)")
+    serve.add_argument("--port", type=int, default=10000)
+    serve.add_argument(
+        "--hiveconf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a HiveServer2 setting, e.g. hive.server2.authentication=LDAP (repeatable)",
+    )
+    serve.add_argument(
+        "--refresh-s", type=float, default=5.0, help="how often to look for new bronze commits"
+    )
     return parser
 
 
@@ -114,7 +129,20 @@ def _sql(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"ingest": _ingest, "generate": _generate, "sql": _sql}
+def _serve(args: argparse.Namespace) -> int:
+    from tidemark.serve import ServeOptions, serve
+
+    hiveconf = {}
+    for item in args.hiveconf:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--hiveconf takes KEY=VALUE, got {item!r}")
+        hiveconf[key.strip()] = value.strip()
+    options = ServeOptions(args.host, args.port, hiveconf, args.refresh_s)
+    return serve(_lake(args), options)
+
+
+_COMMANDS = {"ingest": _ingest, "generate": _generate, "sql": _sql, "serve": _serve}
 
 if __name__ == "__main__":
     sys.exit(main())

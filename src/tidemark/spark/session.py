@@ -99,11 +99,12 @@ def spark_conf(lake: Lake) -> dict[str, str]:
     return conf
 
 
-def spark_session(lake: Lake | None = None):  # -> pyspark.sql.SparkSession
+def spark_session(lake: Lake | None = None, extra_conf: dict[str, str] | None = None):
     """Start (or return) the process's Spark session for ``lake`` (default: ``TIDEMARK_LAKE``).
 
     A process serves one lake: asking for another one while a session runs is an error, because
-    Spark's warehouse and metastore are fixed when it starts.
+    Spark's warehouse and metastore are fixed when it starts. ``extra_conf`` adds settings for
+    the start (the Thrift server's, for instance); it has no effect on a running session.
     """
     lake = lake or Lake.from_env()
     from pyspark.sql import SparkSession
@@ -126,7 +127,7 @@ def spark_session(lake: Lake | None = None):  # -> pyspark.sql.SparkSession
     for folder in (lake.warehouse, lake.metastore, lake.logs):
         folder.mkdir(parents=True, exist_ok=True)
     builder = SparkSession.builder.enableHiveSupport()
-    for key, value in spark_conf(lake).items():
+    for key, value in {**spark_conf(lake), **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("TIDEMARK_SPARK_LOG_LEVEL", "WARN"))

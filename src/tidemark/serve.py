@@ -1,0 +1,127 @@
+"""``tidemark serve``: Spark's Thrift server (HiveServer2 protocol) over the lake, for BI tools.
+
+It runs in the same session set-up as everything else (``spark_session``): UDFs registered,
+``bronze.*`` views, warehouse and metastore under ``TIDEMARK_LAKE``. All JDBC/ODBC connections share
+one Spark session (``spark.sql.hive.thriftServer.singleSession``), so they all see tidemark's Python
+functions, which Spark registers per session. The bronze views are refreshed whenever a bronze
+table gets a new Delta version, so ``tidemark ingest`` followed by ``dbt build --target thrift``
+sees the new events.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import signal
+import socket
+import threading
+from dataclasses import dataclass, field
+
+from tidemark.lake import BRONZE_TABLES, Lake
+
+log = logging.getLogger("tidemark.serve")
+
+# HiveServer2's hive.server2.authentication values that check who connects.
+AUTHENTICATING = {"LDAP", "KERBEROS", "PAM", "CUSTOM"}
+
+
+class ServeError(RuntimeError):
+    pass
+
+
+@dataclass
+class ServeOptions:
+    host: str = "127.0.0.1"
+    port: int = 10000
+    hiveconf: dict[str, str] = field(default_factory=dict)
+    refresh_s: float = 5.0
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_options(options: ServeOptions) -> None:
+    """Refuse what must not start: a taken port, or an open address without authentication."""
+    auth = options.hiveconf.get("hive.server2.authentication", "NONE").upper()
+    if not is_loopback(options.host) and auth not in AUTHENTICATING:
+        raise ServeError(
+            f"refusing to listen on {options.host} without authentication: anyone who can reach "
+            "it could read and change the lake. Keep the default 127.0.0.1, or configure "
+            "HiveServer2 authentication, e.g. --hiveconf hive.server2.authentication=LDAP "
+            "--hiveconf hive.server2.authentication.ldap.url=ldaps://... (see the README)"
+        )
+    if not 0 < options.port < 65536:
+        raise ServeError(f"port {options.port} is not a TCP port")
+    family = socket.AF_INET6 if ":" in options.host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((options.host, options.port))
+        except OSError as exc:
+            raise ServeError(
+                f"cannot listen on {options.host}:{options.port}: {exc.strerror} (another server "
+                "is probably using the port; pick another with --port)"
+            ) from exc
+
+
+def server_conf(lake: Lake, options: ServeOptions) -> dict[str, str]:
+    conf = {
+        "spark.hadoop.hive.server2.thrift.bind.host": options.host,
+        "spark.hadoop.hive.server2.thrift.port": str(options.port),
+        "spark.hadoop.hive.server2.logging.operation.log.location": str(
+            lake.logs / "operation_logs"
+        ),
+        "spark.sql.hive.thriftServer.singleSession": "true",
+    }
+    for key, value in options.hiveconf.items():
+        conf[f"spark.hadoop.{key}"] = value
+    return conf
+
+
+def _bronze_versions(lake: Lake) -> dict[str, int | None]:
+    from deltalake import DeltaTable
+
+    versions: dict[str, int | None] = {}
+    for name in BRONZE_TABLES:
+        path = str(lake.bronze_table(name))
+        versions[name] = DeltaTable(path).version() if DeltaTable.is_deltatable(path) else None
+    return versions
+
+
+def serve(lake: Lake, options: ServeOptions, ready: threading.Event | None = None) -> int:
+    """Run the server until SIGTERM or SIGINT; returns the exit code."""
+    check_options(options)
+    from tidemark.spark.bronze import register_bronze
+    from tidemark.spark.session import spark_session
+
+    spark = spark_session(lake, server_conf(lake, options))
+    jvm = spark._jvm
+    server = jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2.startWithContext(
+        spark._jsparkSession.sqlContext()
+    )
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    print(
+        f"tidemark serve: listening on {options.host}:{options.port} (lake {lake.root})", flush=True
+    )
+    if ready:
+        ready.set()
+    seen = _bronze_versions(lake)
+    try:
+        while not stop.wait(options.refresh_s):
+            now = _bronze_versions(lake)
+            if now != seen:
+                register_bronze(spark, lake)
+                log.info("bronze changed; views now show the new snapshot")
+                seen = now
+    finally:
+        print("tidemark serve: stopping", flush=True)
+        server.stop()
+        spark.stop()
+    return 0

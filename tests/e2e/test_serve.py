@@ -1,0 +1,109 @@
+"""`tidemark serve` with real clients: PyHive, concurrent connections and dbt --target thrift."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.harness import BIN, ROOT, dbt, environment, tidemark
+from tests.events import timer, write_jsonl
+from tidemark.lake import Lake
+
+pytestmark = pytest.mark.e2e
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _query(port: int, sql: str) -> list[tuple]:
+    from pyhive import hive
+
+    connection = hive.connect(host="127.0.0.1", port=port, username="tester")
+    try:
+        cursor = connection.cursor()
+        cursor.execute(sql)
+        return cursor.fetchall()
+    finally:
+        connection.close()
+
+
+@pytest.fixture
+def server(tmp_path: Path, lake: Lake):
+    data = tmp_path / "events"
+    tidemark("generate", "--scenario", "steady", "--out", str(data), lake=lake).check()
+    tidemark("ingest", str(data), lake=lake).check()
+    port = _free_port()
+    process = subprocess.Popen(
+        [str(BIN / "tidemark"), "serve", "--port", str(port), "--refresh-s", "1"],
+        cwd=ROOT,
+        env=environment(lake),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    line = process.stdout.readline() if process.stdout else ""
+    assert "listening on 127.0.0.1" in line, line
+    yield port, process
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+
+
+def test_bi_clients_dbt_and_shutdown(server, tmp_path: Path, lake: Lake) -> None:
+    port, process = server
+    [(events,)] = _query(port, "select count(*) from bronze.timer_events")
+    assert events > 1000
+
+    build = dbt("build", "--target", "thrift", lake=lake, TIDEMARK_THRIFT_PORT=str(port)).check()
+    assert "ERROR=0" in build.stdout
+    schemas = {row[0] for row in _query(port, "show databases")}
+    marts = (
+        [row[1] for row in _query(port, "show tables in tidemark")] if "tidemark" in schemas else []
+    )
+    for mart in marts:  # every mart answers a BI tool's query
+        _query(port, f"select * from tidemark.{mart} limit 5")
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        counts = list(
+            pool.map(
+                lambda n: _query(port, f"select count(*) + {n} from bronze.timer_events")[0][0],
+                range(8),
+            )
+        )
+    assert counts == [events + n for n in range(8)]
+
+    more = write_jsonl(tmp_path / "more.jsonl", [timer(i, job_id="late-job") for i in range(3)])
+    tidemark("ingest", str(more), lake=lake).check()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        [(now,)] = _query(port, "select count(*) from bronze.timer_events")
+        if now == events + 3:
+            break
+        time.sleep(1)
+    assert now == events + 3, "the server never saw the new bronze commit"
+
+    process.terminate()
+    assert process.wait(timeout=60) == 0
+    assert "stopping" in (process.stdout.read() if process.stdout else "")
+
+
+def test_port_taken_and_open_address_are_refused(lake: Lake) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = tidemark("serve", "--port", str(port), lake=lake)
+    assert result.returncode == 1
+    assert "cannot listen on 127.0.0.1" in result.stderr and "--port" in result.stderr
+
+    result = tidemark("serve", "--host", "0.0.0.0", "--port", str(_free_port()), lake=lake)
+    assert result.returncode == 1
+    assert "refusing to listen on 0.0.0.0 without authentication" in result.stderr
