@@ -31,6 +31,8 @@ def test_generate_ingest_build_then_compaction_leaves_every_mart_unchanged(
         assert " 0 quarantined" in result.stdout
     build = dbt("build", lake=lake).check()
     assert "ERROR=0" in build.stdout and "PASS=" in build.stdout
+    freshness = dbt("source", "freshness", lake=lake).check()  # the scheduled path's check
+    assert "PASS=5" in freshness.stdout and "ERROR=0" in freshness.stdout
     before = dump_tables(lake, "tidemark")
     bronze_before = {t: _bronze(lake, t) for t in BRONZE}
 
