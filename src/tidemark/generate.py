@@ -63,7 +63,7 @@ and 12,000 for the sinks.
 ``idle-source``
     Like ``steady``, but one source subtask stops producing from 40 % to 65 % of the run.
 ``skew``
-    Sources at 60 %; a hot key routes 70 % of every source's records to one map subtask, which is
+    Sources at 60 %; a hot key routes 90 % of every source's records to one map subtask, which is
     busy all the time and back-pressures the sources; the other map subtasks are mostly idle.
 ``restart``
     Sources at 50 %; one map subtask fails half-way through (plus up to 1 s). Its attempt 0
@@ -355,7 +355,7 @@ def _make_plan(scenario: str, seed: int, scale: int) -> _Plan:
         stopped_source=stopped,
         stop_steps=stop_steps,
         hot_map=hot,
-        hot_share=0.7,
+        hot_share=0.9,
         failed_map=failed,
         fail_steps=fail_steps,
         legacy_task=legacy_task,
