@@ -7,7 +7,8 @@ here: warehouse and metastore under ``TIDEMARK_LAKE``, UDFs registered, ``bronze
 plain ``dbt build`` works from the repository root with no wrapper script.
 
 Spark is started only for the tidemark project, only when the selected target uses the Spark
-``session`` method, and only for commands that run SQL (not ``parse``, ``deps``, ``ls`` ...).
+``session`` method, and only for commands that run SQL (not ``parse``, ``deps``, ``ls``, nor
+MetricFlow's ``mf``).
 See docs/decisions/0002-one-spark-session-factory.md.
 """
 
@@ -16,13 +17,30 @@ from __future__ import annotations
 from dbt.plugins.manager import dbtPlugin
 
 PROJECT = "tidemark"
-# Commands that never open a connection, so need no Spark.
-NO_SQL_COMMANDS = frozenset({"parse", "deps", "clean", "list", "ls", "init", "serve"})
+# dbt commands that run SQL (flags.WHICH): only these get a Spark session. Anything else, dbt's
+# own `parse`, `deps`, `ls` or a tool that loads the project (MetricFlow's `mf`), does not.
+SQL_COMMANDS = frozenset(
+    {
+        "build",
+        "run",
+        "test",
+        "seed",
+        "snapshot",
+        "show",
+        "compile",
+        "debug",
+        "run-operation",
+        "freshness",
+        "generate",
+        "retry",
+        "clone",
+    }
+)
 
 
 def needs_embedded_spark(project_name: str, command: str | None, credentials: object) -> bool:
     """Whether this dbt invocation should get tidemark's embedded Spark session."""
-    if project_name != PROJECT or command in NO_SQL_COMMANDS:
+    if project_name != PROJECT or command not in SQL_COMMANDS:
         return False
     kind = getattr(credentials, "type", None)
     method = getattr(credentials, "method", None)

@@ -6,15 +6,9 @@ source as (
 
 ),
 
-ranked as (
+first_landed as (
 
-    select
-        source.*,
-        row_number() over (
-            partition by job_id, vertex_id, subtask_index, attempt, seq
-            order by ingest_id, line_number
-        ) as identity_rank
-    from source
+    {{ tidemark_first_landed_events('source') }}
 
 ),
 
@@ -35,8 +29,7 @@ final as (
         cast(status as string) as status,
         cast(ingest_id as bigint) as ingest_id,
         cast(ingested_at as timestamp) as ingested_at
-    from ranked
-    where identity_rank = 1
+    from first_landed
 
 )
 

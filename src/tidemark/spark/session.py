@@ -8,6 +8,7 @@ and it registers tidemark's Python UDFs. See docs/decisions/0002-one-spark-sessi
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -131,6 +132,9 @@ def spark_session(lake: Lake | None = None, extra_conf: dict[str, str] | None = 
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("TIDEMARK_SPARK_LOG_LEVEL", "WARN"))
+    # PySpark logs every failed statement's whole JVM plan and stack as JSON before raising it;
+    # the exception itself (what dbt and the CLI show) says what went wrong.
+    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
     if delta_mode() == "native":
         _check_native_delta(spark)
     _check_metastore(spark, lake)
