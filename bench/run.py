@@ -89,7 +89,7 @@ def main() -> int:
         }
     )
     scale = max(1, math.ceil(args.events / _events_per_scale(args.scenario)))
-    figures: list[tuple[str, str]] = []
+    figures = _Figures()
 
     took, _ = _run(
         [
@@ -144,11 +144,22 @@ def main() -> int:
         for name, value in extra(lake=lake, events=events, env=env).items():
             figures.append((name, str(value)))
 
-    width = max(len(name) for name, _ in figures)
-    print(f"\ntidemark bench: {events:,} events, scenario {args.scenario}, {os.cpu_count()} cores")
-    for name, value in figures:
-        print(f"  {name.ljust(width)}  {value}")
+    figures.print_all(f"tidemark bench: {events:,} events, {args.scenario}, {os.cpu_count()} cores")
     return 0
+
+
+class _Figures(list):
+    """Figures, each printed as soon as it is measured and all together at the end."""
+
+    def append(self, item: tuple[str, str]) -> None:
+        print(f"bench: {item[0]}: {item[1]}", flush=True)
+        super().append(item)
+
+    def print_all(self, title: str) -> None:
+        width = max(len(name) for name, _ in self)
+        print(f"\n{title}")
+        for name, value in self:
+            print(f"  {name.ljust(width)}  {value}")
 
 
 if __name__ == "__main__":
