@@ -16,6 +16,7 @@ from __future__ import annotations
 import fcntl
 import logging
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,7 +30,7 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
 from tidemark.ingest import files
 from tidemark.ingest.identity import ACCEPTED, DUPLICATE, IdentityIndex, Verdicts
-from tidemark.ingest.parse import parse_lines
+from tidemark.ingest.parse import Parsed, parse_lines
 from tidemark.ingest.schema import BRONZE_SCHEMAS, PARSED
 from tidemark.ingest.validate import TASK_TYPES, check_rows
 from tidemark.lake import Lake
@@ -295,8 +296,9 @@ def _land_file(
 ) -> int:
     app_id = _app_id(sha256)
     source = str(path)
-    for block_no, block in enumerate(files.read_blocks(path, LINES_PER_BLOCK, progress.advance)):
-        rows = _judge_block(block, source, sha256, next_id, index)
+    blocks = files.read_blocks(path, LINES_PER_BLOCK, progress.advance)
+    for block_no, (block, parsed) in enumerate(_parsed_ahead(blocks)):
+        rows = _judge_block(block, parsed, source, sha256, next_id, index)
         report.lines_read += len(block.lines)
         report.accepted += rows.accepted
         report.duplicates += rows.duplicates
@@ -320,10 +322,32 @@ class _BlockRows:
     duplicates: int
 
 
+def _parsed_ahead(blocks: Iterator[files.Block]) -> Iterator[tuple[files.Block, Parsed]]:
+    """Parse the next block in a second thread while this one is judged and written.
+
+    Arrow's JSON reader and the Delta writer release the GIL, so the two overlap. Judging stays
+    in block order on the calling thread: it depends on every block before it.
+    """
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tidemark-parse") as pool:
+        ahead: Future[Parsed] | None = None
+        previous: files.Block | None = None
+        for block in blocks:
+            future = pool.submit(parse_lines, block.lines)
+            if ahead is not None and previous is not None:
+                yield previous, ahead.result()
+            ahead, previous = future, block
+        if ahead is not None and previous is not None:
+            yield previous, ahead.result()
+
+
 def _judge_block(
-    block: files.Block, source: str, sha256: str, ingest_id: int, index: IdentityIndex
+    block: files.Block,
+    parsed: Parsed,
+    source: str,
+    sha256: str,
+    ingest_id: int,
+    index: IdentityIndex,
 ) -> _BlockRows:
-    parsed = parse_lines(block.lines)
     table = parsed.table
     numbers = np.asarray(block.numbers, dtype=np.int64)
     row_lines = np.asarray(parsed.rows, dtype=np.int64)
