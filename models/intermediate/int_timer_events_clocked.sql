@@ -1,0 +1,164 @@
+{{ config(materialized='ephemeral') }}
+{#-
+    The events this run replays, per task in seq order, each with the task's clock reading.
+    Ephemeral: only int_timer_seconds_replayed reads it, and it is the bulk of a full build; a table
+    would write every event once more.
+
+    Clock (T13, see docs/gauges.md): a task's clock is the largest ts_ms it has reported so far in
+    seq order, over all its event types. A reading below an earlier one is held at the earlier one,
+    so measurements never run backwards, never overlap within one gauge and never give negative
+    milliseconds. When a task replays from an anchor, its clock starts from the anchor's clock.
+
+    Reads the bronze sources, not the staging models, and repeats their rules here (first landed
+    row per identity; `backpressured` is the soft gauge): staging deduplicates with a window over
+    all of bronze, which Spark cannot restrict to the replayed tasks, so every incremental run would
+    sort every event. Here the filter comes first and one window per task does both the
+    deduplication and the clock. docs/decisions/0004-gauge-incremental.md.
+-#}
+
+with
+
+planned as (
+
+    select * from {{ ref('int_timer_tasks_planned') }}
+    where is_changed
+
+),
+
+replay_bounds as (
+
+    -- Every replayed event landed after the last checkpoint or has a ts_ms at or after the
+    -- smallest one among the checkpointed events after the anchors; Spark pushes both bounds into
+    -- the parquet scans, which then skip the files (row groups) of older commits and times.
+    select
+        max(previous_processed_ingest_id) as processed_ingest_id,
+        min(replay_min_ts_ms) as min_ts_ms
+    from planned
+
+),
+
+bronze_timer_events as (
+
+    select * from {{ source('bronze', 'timer_events') }}
+    where
+        ingest_id > (select processed_ingest_id from replay_bounds)
+        or ts_ms >= (select min_ts_ms from replay_bounds)
+
+),
+
+bronze_watermark_events as (
+
+    select * from {{ source('bronze', 'watermark_events') }}
+    where
+        ingest_id > (select processed_ingest_id from replay_bounds)
+        or ts_ms >= (select min_ts_ms from replay_bounds)
+
+),
+
+task_events as (
+
+    select
+        cast(job_id as string) as job_id,
+        cast(vertex_id as string) as vertex_id,
+        cast(subtask_index as int) as subtask_index,
+        cast(attempt as int) as attempt,
+        cast(seq as bigint) as seq,
+        cast(ts_ms as bigint) as ts_ms,
+        -- As stg_bronze__timer_events: Flink <= 1.14's `backpressured` is the soft gauge (M3).
+        case
+            when timer = 'backpressured' then 'soft_backpressured'
+            else cast(timer as string)
+        end as gauge,
+        action = 'start' as is_start,
+        cast(ingest_id as bigint) as ingest_id,
+        cast(line_number as bigint) as line_number
+    from bronze_timer_events
+
+    union all
+
+    -- Watermark events only move the task's clock and horizon (contract §4: all event types).
+    select
+        cast(job_id as string) as job_id,
+        cast(vertex_id as string) as vertex_id,
+        cast(subtask_index as int) as subtask_index,
+        cast(attempt as int) as attempt,
+        cast(seq as bigint) as seq,
+        cast(ts_ms as bigint) as ts_ms,
+        cast(null as string) as gauge,
+        cast(null as boolean) as is_start,
+        cast(ingest_id as bigint) as ingest_id,
+        cast(line_number as bigint) as line_number
+    from bronze_watermark_events
+
+),
+
+replayed_events as (
+
+    -- The changed tasks' events after their anchors, keyed by the plan's compact task_key so
+    -- that the sort below moves a bigint instead of the task's four columns.
+    select
+        planned.task_key,
+        task_events.seq,
+        task_events.ts_ms,
+        task_events.gauge,
+        task_events.is_start,
+        task_events.ingest_id,
+        task_events.line_number
+    from task_events
+    inner join planned
+        on
+            task_events.job_id = planned.job_id
+            and task_events.vertex_id = planned.vertex_id
+            and task_events.subtask_index = planned.subtask_index
+            and task_events.attempt = planned.attempt
+            and task_events.seq > coalesce(planned.replay_after_seq, -1)
+
+),
+
+ordered as (
+
+    select
+        replayed_events.*,
+        -- The first landed row of an identity wins, as in staging (contract §1); timer and
+        -- watermark events are separate tables there, so separate identities here.
+        lag(seq) over task_in_order = seq
+        and lag(gauge is null) over task_in_order = (gauge is null) as is_later_landing
+    from replayed_events
+    window task_in_order as (
+        partition by task_key
+        order by seq, gauge is null, ingest_id, line_number
+    )
+
+),
+
+deduplicated as (
+
+    select *
+    from ordered
+    where not coalesce(is_later_landing, false)
+
+),
+
+final as (
+
+    select
+        deduplicated.task_key,
+        deduplicated.seq,
+        deduplicated.ts_ms,
+        greatest(
+            planned.replay_clock_ms,
+            max(deduplicated.ts_ms) over (
+                partition by deduplicated.task_key
+                order by deduplicated.seq, deduplicated.gauge is null
+                rows between unbounded preceding and current row
+            )
+        ) as clock_ms,
+        deduplicated.gauge,
+        deduplicated.is_start
+    from deduplicated
+    inner join planned
+        on deduplicated.task_key = planned.task_key
+
+)
+
+select * from final

@@ -1,0 +1,73 @@
+-- Contract §4: every task has one row per epoch multiple of 5000 ms from the first at or after
+-- its smallest ts_ms through its horizon. Returns the tasks that do not.
+with
+
+planned as (
+
+    select * from {{ ref('int_timer_tasks_planned') }}
+
+),
+
+flink_gauges as (
+
+    select * from {{ ref('fct_subtask_flink_gauges') }}
+
+),
+
+expected_rounds as (
+
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        first_ts_ms + pmod(-first_ts_ms, 5000) as first_update_ms,
+        horizon_ms - pmod(horizon_ms, 5000) as last_update_ms
+    from planned
+
+),
+
+published_rounds as (
+
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        min(update_ms) as first_update_ms,
+        max(update_ms) as last_update_ms,
+        count(*) as round_count
+    from flink_gauges
+    group by job_id, vertex_id, subtask_index, attempt
+
+),
+
+final as (
+
+    select
+        expected_rounds.*,
+        published_rounds.first_update_ms as published_first_update_ms,
+        published_rounds.last_update_ms as published_last_update_ms,
+        published_rounds.round_count
+    from expected_rounds
+    full outer join published_rounds
+        on
+            expected_rounds.job_id = published_rounds.job_id
+            and expected_rounds.vertex_id = published_rounds.vertex_id
+            and expected_rounds.subtask_index = published_rounds.subtask_index
+            and expected_rounds.attempt = published_rounds.attempt
+    where
+        -- A task whose horizon comes before its first round has no rounds.
+        (
+            published_rounds.job_id is null
+            and expected_rounds.first_update_ms <= expected_rounds.last_update_ms
+        )
+        or expected_rounds.job_id is null
+        or published_rounds.first_update_ms != expected_rounds.first_update_ms
+        or published_rounds.last_update_ms != expected_rounds.last_update_ms
+        or published_rounds.round_count
+        != (published_rounds.last_update_ms - published_rounds.first_update_ms) div 5000 + 1
+
+)
+
+select * from final

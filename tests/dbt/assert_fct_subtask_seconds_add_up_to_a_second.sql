@@ -1,0 +1,22 @@
+-- M4: where busy time is defined and idle and back pressure do not overlap (their sum fits in
+-- the second), busy + idle + back-pressured is exactly 1000 ms. Returns the seconds where not.
+with
+
+subtask_seconds as (
+
+    select * from {{ ref('fct_subtask_seconds') }}
+
+),
+
+final as (
+
+    select *
+    from subtask_seconds
+    where
+        busy_ms is not null
+        and idle_ms + backpressured_ms <= 1000
+        and busy_ms + idle_ms + backpressured_ms != 1000
+
+)
+
+select * from final

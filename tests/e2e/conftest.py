@@ -1,0 +1,50 @@
+"""The suite's one demo lake: three generated scenarios, ingested and built once.
+
+A full `dbt build` (models, data tests and unit tests) costs a minute or two on two cores, so the
+end-to-end tests that only read the marts share this lake instead of building their own. Tests
+that change what they read (incremental runs, bad input, the server) keep lakes of their own.
+Under pytest-xdist each worker builds its own; its readers are marked `xdist_group("demo")`, and
+`make test` runs `--dist loadgroup`, so one worker builds it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.harness import Result, dbt, tidemark
+from tidemark.lake import Lake
+
+# Scenario and seed; each is one job of its own in the lake (job ids come from both).
+SCENARIOS = {"backpressure": 5, "skew": 5, "idle-source": 0}
+
+
+@dataclass
+class DemoLake:
+    lake: Lake
+    build: Result
+    events: dict[str, Path] = field(default_factory=dict)
+    manifests: dict[str, dict] = field(default_factory=dict)
+
+
+@pytest.fixture(scope="session")
+def demo_lake(tmp_path_factory: pytest.TempPathFactory) -> DemoLake:
+    """Each scenario generated and ingested on its own (several commits per bronze table), then
+    one `dbt build` of the whole project."""
+    work = tmp_path_factory.mktemp("demo")
+    lake = Lake.from_env(work / "lake")
+    demo = DemoLake(lake=lake, build=Result(0, "", ""))
+    for name, seed in SCENARIOS.items():
+        out = work / name
+        tidemark(
+            "generate", "--scenario", name, "--out", str(out), "--seed", str(seed), lake=lake
+        ).check()
+        result = tidemark("ingest", str(out), lake=lake).check()
+        assert " 0 quarantined" in result.stdout, result.stdout
+        demo.events[name] = out
+        demo.manifests[name] = json.loads((out / "manifest.json").read_text())
+    demo.build = dbt("build", lake=lake).check()
+    return demo
