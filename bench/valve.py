@@ -1,0 +1,232 @@
+"""Benchmark of the StatusWatermarkValve: the pure core in a plain loop, and through Spark.
+
+``bench_valve(spark, events)`` returns the figures ``make bench`` reports against issue 4's
+targets (2 cores; figures, not timed tests):
+
+* events/s of ``udfs.valve`` in a plain Python loop over the events, and of the same events
+  through Spark: parquet -> chunking SQL -> ``tidemark_valve`` UDTF -> an aggregate of its rows.
+  Target: Spark at least half the plain loop, and at least 250,000 events/s per core;
+* the same through a row-at-a-time UDTF (one row per event), the rejected alternative, on a
+  smaller share of the events, and the chunking SQL alone without the UDTF (the JVM's part);
+* the core's cost per event with 4 and with 10,000 channels. Target: 10,000 channels at most
+  2x slower per event than 4.
+
+Run on its own: ``python bench/valve.py [EVENTS]`` (default 1,000,000) starts a local Spark on a
+temporary lake and prints the figures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from udfs.valve import StatusWatermarkValve
+
+TASKS = 8
+CHANNELS = 4
+ROW_UDTF_SHARE = 20
+"""The row-at-a-time UDTF runs on 1/20 of the events (it is an order of magnitude slower)."""
+EVENTS_DDL = (
+    "job_id string, vertex_id string, subtask_index int, attempt int, seq bigint, ts_ms bigint, "
+    "event_type string, input_index int, channel_index int, num_channels int, "
+    "watermark_ms bigint, status string"
+)
+
+
+def make_events(events: int, channels: int = CHANNELS, tasks: int = TASKS, seed: int = 7):
+    """``events`` valve input events over ``tasks`` one-input tasks, as tuples of EVENTS_DDL.
+
+    Per task, seq increases with gaps (other event types take seqs too) and every channel's
+    watermark advances by 0-400 ms per event on it; 1 % are IDLE/ACTIVE statuses.
+    """
+    rng = random.Random(seed)
+    rows = []
+    per_task = events // tasks
+    for task in range(tasks):
+        wm = [1_704_067_200_000] * channels
+        seq = 0
+        ts = 1_704_067_200_000
+        for _ in range(per_task):
+            seq += 1 + (rng.random() < 0.2)
+            ts += rng.randrange(3)
+            channel = rng.randrange(channels)
+            if rng.random() < 0.01:
+                status = "IDLE" if rng.random() < 0.5 else "ACTIVE"
+                rows.append(
+                    ("job", "map", task, 0, seq, ts, "watermark_status", 0, channel, channels,
+                     None, status)
+                )  # fmt: skip
+            else:
+                wm[channel] += rng.randrange(400)
+                rows.append(
+                    ("job", "map", task, 0, seq, ts, "watermark", 0, channel, channels,
+                     wm[channel], None)
+                )  # fmt: skip
+    return rows
+
+
+def plain_loop(rows) -> tuple[float, int]:
+    """Seconds to feed ``rows`` (grouped by task, in seq order) to the core; and emissions."""
+    valves: dict[int, StatusWatermarkValve] = {}
+    emitted = 0
+    start = time.perf_counter()
+    for row in rows:
+        valve = valves.get(row[2])
+        if valve is None:
+            valve = valves[row[2]] = StatusWatermarkValve(row[9])
+        if row[11] is None:
+            emitted += len(valve.input_watermark(row[8], row[10]))
+        else:
+            emitted += len(valve.input_status(row[8], row[11]))
+    return time.perf_counter() - start, emitted
+
+
+def per_event_ns(channels: int, events: int, seed: int = 11) -> float:
+    """Nanoseconds per watermark event of one valve with ``channels`` channels (warmed up)."""
+    rng = random.Random(seed)
+    valve = StatusWatermarkValve(channels)
+    wm = [0] * channels
+    for channel in range(channels):  # every channel has a watermark (E2), not timed
+        wm[channel] = rng.randrange(1_000)
+        valve.input_watermark(channel, wm[channel])
+    feed = []
+    for _ in range(events):
+        channel = rng.randrange(channels)
+        wm[channel] += rng.randrange(1, 400)
+        feed.append((channel, wm[channel]))
+    best = float("inf")
+    for _ in range(3):
+        trial = StatusWatermarkValve.from_state(valve.to_state())
+        call = trial.input_watermark
+        start = time.perf_counter()
+        for channel, value in feed:
+            call(channel, value)
+        best = min(best, time.perf_counter() - start)
+    return best / events * 1e9
+
+
+class _RowValve:
+    """The rejected alternative: one UDTF row per event (TABLE partitioned by valve)."""
+
+    def __init__(self) -> None:
+        self.valve = None
+
+    def eval(self, row):
+        valve = self.valve
+        if valve is None:
+            valve = self.valve = StatusWatermarkValve(row.num_channels)
+        if row.status is None:
+            out = valve.input_watermark(row.channel_index, row.watermark_ms)
+        else:
+            out = valve.input_status(row.channel_index, row.status)
+        for index, (kind, value) in enumerate(out):
+            yield (row.seq, index, kind, value if kind == "watermark" else None)
+
+
+def _best(spark, query: str, repeat: int = 3) -> tuple[float, list]:
+    spark.sql(query).collect()  # warm-up: Python workers, JIT
+    best, result = float("inf"), []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = spark.sql(query).collect()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def bench_valve(spark, events: int) -> dict:
+    """The valve's throughput in a plain loop and through Spark, and its channel scaling."""
+    from pyspark.sql.functions import udtf
+
+    from udfs.spark import valve_call_sql, valve_input_sql
+
+    rows = make_events(events)
+    n = len(rows)
+    loop_s = min(plain_loop(rows)[0] for _ in range(3))
+    _, emitted = plain_loop(rows)
+
+    cores = spark.sparkContext.defaultParallelism
+    with tempfile.TemporaryDirectory(prefix="tidemark-bench-valve-") as folder:
+        path = str(Path(folder) / "events.parquet")
+        spark.createDataFrame(rows, EVENTS_DDL).write.parquet(path)
+        spark.read.parquet(path).createOrReplaceTempView("bench_valve_events")
+        input_sql = valve_input_sql("bench_valve_events")
+        udtf_query = f"""
+            select count_if(row_kind = 'emission') as emissions, sum(watermark_ms) as total
+            from ({valve_call_sql(input_sql)})
+        """
+        spark_s, result = _best(spark, udtf_query)
+        if result[0].emissions != emitted:
+            raise AssertionError(f"Spark emitted {result[0].emissions}, the loop {emitted}")
+        input_s, _ = _best(spark, f"select count(*), sum(size(seqs)) from ({input_sql})")
+
+        share = max(1, n // ROW_UDTF_SHARE)
+        spark.read.parquet(path).limit(share).createOrReplaceTempView("bench_valve_share")
+        spark.udtf.register(
+            "tidemark_bench_row_valve",
+            udtf(
+                _RowValve,
+                returnType="seq bigint, emission_index int, kind string, watermark_ms bigint",
+                useArrow=False,
+            ),
+        )
+        row_s, _ = _best(
+            spark,
+            """
+            select count(*), sum(watermark_ms) from tidemark_bench_row_valve(
+                TABLE(select * from bench_valve_share)
+                    PARTITION BY (job_id, vertex_id, subtask_index, attempt, input_index)
+                    ORDER BY (seq)
+            )
+            """,
+            repeat=1,
+        )
+
+    scaling_events = min(max(events // 4, 50_000), 400_000)
+    ns_4 = per_event_ns(4, scaling_events)
+    ns_10k = per_event_ns(10_000, scaling_events)
+    plain = n / loop_s
+    through_spark = n / spark_s
+    return {
+        "events": n,
+        "valves": TASKS,
+        "channels": CHANNELS,
+        "spark_cores": cores,
+        "plain_loop_events_per_s": round(plain),
+        "spark_udtf_events_per_s": round(through_spark),
+        "spark_udtf_events_per_s_per_core": round(through_spark / cores),
+        "spark_over_plain_loop": round(through_spark / plain, 3),
+        "spark_chunking_sql_only_events_per_s": round(n / input_s),
+        "spark_row_at_a_time_udtf_events_per_s": round(share / row_s),
+        "core_ns_per_event_4_channels": round(ns_4),
+        "core_ns_per_event_10000_channels": round(ns_10k),
+        "channels_10000_over_4": round(ns_10k / ns_4, 2),
+        "target_spark_over_plain_loop": 0.5,
+        "target_spark_events_per_s_per_core": 250_000,
+        "target_channels_10000_over_4": 2.0,
+    }
+
+
+def main(argv: list[str]) -> int:
+    events = int(argv[0].replace("_", "")) if argv else 1_000_000
+    os.environ.setdefault("TIDEMARK_SHUFFLE_PARTITIONS", "2")
+    os.environ.setdefault("TIDEMARK_DRIVER_MEMORY", "2g")
+    from tidemark.lake import Lake
+    from tidemark.spark.session import spark_session
+
+    with tempfile.TemporaryDirectory(prefix="tidemark-bench-lake-") as lake_dir:
+        spark = spark_session(Lake.from_env(Path(lake_dir) / "lake"))
+        try:
+            figures = bench_valve(spark, events)
+        finally:
+            spark.stop()
+    print(json.dumps(figures, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,391 @@
+{#-
+    One run's work of the watermark models: every task (job_id, vertex_id, subtask_index, attempt)
+    with valve input events landed since the last checkpoint goes through the `tidemark_valve`
+    UDTF (udfs/spark.py): its valves (W1-W4, S1-S3) and their combination into the task's clock
+    (C1-C5), resumed from the task's latest checkpoint whose events no new event precedes, or from
+    its first event. Rebuilt every run; the marts add it to what they hold and int_valve_states_checkpointed
+    keeps the state rows. See docs/decisions/0005-valve-incremental.md.
+
+    Full run (first build, --full-refresh, a watermark model missing): every task from its first
+    event. New events are found in the bronze source directly rather than through staging, whose
+    first-landed window over the whole table no ingest_id filter can pass; the events fed to the
+    valves come deduplicated from staging.
+-#}
+{%- set checkpoints_relation = tidemark_model_relation('int_valve_states_checkpointed') -%}
+{%- set ns = namespace(is_incremental_run=execute and not flags.FULL_REFRESH and checkpoints_relation is not none) -%}
+{%- for model_name in ['fct_valve_emissions', 'fct_task_watermarks', 'fct_watermark_seconds', 'fct_vertex_watermark_seconds'] -%}
+    {%- if ns.is_incremental_run and tidemark_model_relation(model_name) is none -%}
+        {%- set ns.is_incremental_run = false -%}
+    {%- endif -%}
+{%- endfor -%}
+{%- set semantics = var('valve_semantics', 'flink-1.13-2.0') -%}
+
+with
+
+valve_inputs as (
+
+    select * from {{ ref('int_valve_inputs_prepared') }}
+
+),
+
+bronze_watermark_events as (
+
+    select job_id, vertex_id, subtask_index, attempt, seq, input_index, ingest_id
+    from {{ source('bronze', 'watermark_events') }}
+
+),
+
+landed as (
+
+    select coalesce(max(ingest_id), -1) as ingest_id
+    from bronze_watermark_events
+
+),
+
+{% if ns.is_incremental_run %}
+
+checkpoints as (
+
+    select * from {{ checkpoints_relation }}
+
+),
+
+progress as (
+
+    select
+        coalesce(max(processed_ingest_id), -1) as processed_ingest_id,
+        coalesce(max(batch_id), 0) as batch_id
+    from checkpoints
+
+),
+
+new_by_task as (
+
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        min(seq) as min_new_seq,
+        collect_set(input_index) as new_inputs
+    from bronze_watermark_events
+    where ingest_id > (select processed_ingest_id from progress)
+    group by job_id, vertex_id, subtask_index, attempt
+
+),
+
+latest_checkpoints as (
+
+    select *
+    from (
+        select
+            checkpoints.*,
+            row_number() over (
+                partition by job_id, vertex_id, subtask_index, attempt
+                order by batch_id desc, seq desc
+            ) as recency
+        from checkpoints
+    )
+    where recency = 1
+
+),
+
+stale_tasks as (
+
+    -- Tasks computed under other valve semantics than this run's: replayed from their start.
+    select job_id, vertex_id, subtask_index, attempt
+    from latest_checkpoints
+    where semantics != '{{ semantics }}'
+
+),
+
+tasks_to_run as (
+
+    select job_id, vertex_id, subtask_index, attempt, min_new_seq, new_inputs
+    from new_by_task
+
+    union all
+
+    select
+        stale_tasks.job_id,
+        stale_tasks.vertex_id,
+        stale_tasks.subtask_index,
+        stale_tasks.attempt,
+        cast(null as bigint) as min_new_seq,
+        cast(array() as array<int>) as new_inputs
+    from stale_tasks
+    left anti join new_by_task
+        on
+            stale_tasks.job_id = new_by_task.job_id
+            and stale_tasks.vertex_id = new_by_task.vertex_id
+            and stale_tasks.subtask_index = new_by_task.subtask_index
+            and stale_tasks.attempt = new_by_task.attempt
+
+),
+
+resume_points as (
+
+    -- The newest checkpoint before the task's first new event (every kept checkpoint is still
+    -- usable: int_valve_states_checkpointed drops superseded ones), made with this run's semantics and
+    -- knowing every input the new events use (the combiner needs all inputs from the start).
+    -- None: replay from the first event.
+    select
+        tasks_to_run.job_id,
+        tasks_to_run.vertex_id,
+        tasks_to_run.subtask_index,
+        tasks_to_run.attempt,
+        coalesce(max(checkpoints.seq), -1) as resumed_after_seq,
+        max_by(checkpoints.state, checkpoints.seq) as state,
+        max_by(checkpoints.first_ms, checkpoints.seq) as resumed_first_ms,
+        max_by(checkpoints.effective_ms, checkpoints.seq) as resumed_effective_ms
+    from tasks_to_run
+    left join checkpoints
+        on
+            tasks_to_run.job_id = checkpoints.job_id
+            and tasks_to_run.vertex_id = checkpoints.vertex_id
+            and tasks_to_run.subtask_index = checkpoints.subtask_index
+            and tasks_to_run.attempt = checkpoints.attempt
+            and checkpoints.seq < tasks_to_run.min_new_seq
+            and checkpoints.semantics = '{{ semantics }}'
+            and size(array_except(tasks_to_run.new_inputs, checkpoints.task_inputs)) = 0
+    group by
+        tasks_to_run.job_id,
+        tasks_to_run.vertex_id,
+        tasks_to_run.subtask_index,
+        tasks_to_run.attempt
+
+),
+
+{% else %}
+
+progress as (
+
+    select cast(-1 as bigint) as processed_ingest_id, cast(0 as bigint) as batch_id
+
+),
+
+resume_points as (
+
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        cast(-1 as bigint) as resumed_after_seq,
+        cast(null as string) as state,
+        cast(null as bigint) as resumed_first_ms,
+        cast(null as bigint) as resumed_effective_ms
+    from valve_inputs
+    group by job_id, vertex_id, subtask_index, attempt
+
+),
+
+{% endif %}
+
+task_inputs as (
+
+    -- Every input each task ever uses, over all its events.
+    select
+        valve_inputs.job_id,
+        valve_inputs.vertex_id,
+        valve_inputs.subtask_index,
+        valve_inputs.attempt,
+        sort_array(collect_set(valve_inputs.input_index)) as task_inputs
+    from valve_inputs
+    left semi join resume_points
+        on
+            valve_inputs.job_id = resume_points.job_id
+            and valve_inputs.vertex_id = resume_points.vertex_id
+            and valve_inputs.subtask_index = resume_points.subtask_index
+            and valve_inputs.attempt = resume_points.attempt
+    group by
+        valve_inputs.job_id,
+        valve_inputs.vertex_id,
+        valve_inputs.subtask_index,
+        valve_inputs.attempt
+
+),
+
+fed_events as (
+
+    select valve_inputs.*
+    from valve_inputs
+    inner join resume_points
+        on
+            valve_inputs.job_id = resume_points.job_id
+            and valve_inputs.vertex_id = resume_points.vertex_id
+            and valve_inputs.subtask_index = resume_points.subtask_index
+            and valve_inputs.attempt = resume_points.attempt
+    where valve_inputs.seq > resume_points.resumed_after_seq
+
+),
+
+header_rows as (
+
+    -- One per task: its inputs and the state to resume from (udfs/spark.py).
+    select
+        resume_points.job_id,
+        resume_points.vertex_id,
+        resume_points.subtask_index,
+        resume_points.attempt,
+        cast(-1 as bigint) as chunk_index,
+        task_inputs.task_inputs,
+        resume_points.state,
+        resume_points.resumed_after_seq,
+        cast(null as int) as input_index,
+        cast(null as int) as num_channels,
+        cast(null as string) as bad_status,
+        cast(null as array<bigint>) as seqs,
+        cast(null as array<bigint>) as ts_ms,
+        cast(null as array<int>) as channels,
+        cast(null as array<bigint>) as watermarks,
+        cast(null as array<int>) as codes
+    from resume_points
+    inner join task_inputs
+        on
+            resume_points.job_id = task_inputs.job_id
+            and resume_points.vertex_id = task_inputs.vertex_id
+            and resume_points.subtask_index = task_inputs.subtask_index
+            and resume_points.attempt = task_inputs.attempt
+
+),
+
+chunked_events as (
+
+    -- The events of one input in one range of 65536 seqs travel as one row of arrays without
+    -- NULLs: a row-at-a-time UDTF is ten times slower (udfs/spark.py). The UDTF sorts by seq.
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        input_index,
+        num_channels,
+        seq div 65536 as chunk_index,
+        min_by(status, seq) filter (where input_code = 2) as bad_status,
+        collect_list(
+            struct(seq, ts_ms, channel_index, coalesce(watermark_ms, 0) as watermark_ms, input_code)
+        ) as events
+    from fed_events
+    group by job_id, vertex_id, subtask_index, attempt, input_index, num_channels, seq div 65536
+
+),
+
+chunk_rows as (
+
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        chunk_index,
+        cast(null as array<int>) as task_inputs,
+        cast(null as string) as state,
+        cast(null as bigint) as resumed_after_seq,
+        input_index,
+        num_channels,
+        bad_status,
+        transform(events, event -> event.seq) as seqs,
+        transform(events, event -> event.ts_ms) as ts_ms,
+        transform(events, event -> event.channel_index) as channels,
+        transform(events, event -> event.watermark_ms) as watermarks,
+        transform(events, event -> event.input_code) as codes
+    from chunked_events
+
+),
+
+valve_input_rows as (
+
+    select * from header_rows
+    union all
+    select * from chunk_rows
+
+),
+
+valve_outputs as (
+
+    -- One row per UDTF call with an array per output column; one row per output after inline.
+    select
+        valve.job_id,
+        valve.vertex_id,
+        valve.subtask_index,
+        valve.attempt,
+        output.*
+    from tidemark_valve(
+        table(valve_input_rows)
+            partition by (job_id, vertex_id, subtask_index, attempt)
+            order by (chunk_index, input_index),
+        '{{ semantics }}',
+        -- A checkpoint every 10 s of the task's time, so that a late event resumes its task
+        -- from shortly before it rather than from the last run's end or its first event.
+        10000
+    ) as valve
+    lateral view inline(
+        arrays_zip(
+            valve.row_kind,
+            valve.input_index,
+            valve.seq,
+            valve.ts_ms,
+            valve.effective_ms,
+            valve.emission_index,
+            valve.kind,
+            valve.watermark_ms,
+            valve.status,
+            valve.resumed_after_seq,
+            valve.state
+        )
+    ) output as
+        row_kind,
+        input_index,
+        seq,
+        ts_ms,
+        effective_ms,
+        emission_index,
+        kind,
+        watermark_ms,
+        status,
+        resumed_after_seq,
+        state
+
+),
+
+final as (
+
+    select
+        valve_outputs.job_id,
+        valve_outputs.vertex_id,
+        valve_outputs.subtask_index,
+        valve_outputs.attempt,
+        valve_outputs.row_kind,
+        valve_outputs.input_index,
+        valve_outputs.seq,
+        valve_outputs.ts_ms,
+        valve_outputs.effective_ms,
+        valve_outputs.emission_index,
+        valve_outputs.kind,
+        valve_outputs.watermark_ms,
+        valve_outputs.status,
+        valve_outputs.resumed_after_seq,
+        valve_outputs.state,
+        task_inputs.task_inputs,
+        resume_points.resumed_first_ms,
+        resume_points.resumed_effective_ms,
+        (select batch_id from progress) + 1 as batch_id,
+        (select ingest_id from landed) as processed_ingest_id
+    from valve_outputs
+    inner join task_inputs
+        on
+            valve_outputs.job_id = task_inputs.job_id
+            and valve_outputs.vertex_id = task_inputs.vertex_id
+            and valve_outputs.subtask_index = task_inputs.subtask_index
+            and valve_outputs.attempt = task_inputs.attempt
+    inner join resume_points
+        on
+            valve_outputs.job_id = resume_points.job_id
+            and valve_outputs.vertex_id = resume_points.vertex_id
+            and valve_outputs.subtask_index = resume_points.subtask_index
+            and valve_outputs.attempt = resume_points.attempt
+
+)
+
+select * from final

@@ -1,0 +1,143 @@
+{{
+    config(
+        materialized='incremental',
+        incremental_strategy='insert_overwrite',
+        partition_by=['job_id'],
+    )
+}}
+{#-
+    The saved state of every task's valves and clock, a few checkpoints per task, from which the
+    next run resumes it (int_valve_outputs_computed reads this table without ref(), because it is
+    written after the marts: the commit point of a run). A run that dies before this model
+    leaves the previous checkpoints, so the next run recomputes the same work and the marts,
+    which replace what a recomputation covers, converge. See docs/decisions/0005-valve-incremental.md.
+-#}
+-- depends_on: {{ ref('fct_valve_emissions') }}
+-- depends_on: {{ ref('fct_task_watermarks') }}
+-- depends_on: {{ ref('fct_watermark_seconds') }}
+-- depends_on: {{ ref('fct_vertex_watermark_seconds') }}
+
+with
+
+valve_outputs as (
+
+    select * from {{ ref('int_valve_outputs_computed') }}
+
+),
+
+new_checkpoints as (
+
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        batch_id,
+        seq,
+        ts_ms as first_ms,
+        effective_ms,
+        resumed_after_seq,
+        state,
+        get_json_object(state, '$.semantics') as semantics,
+        task_inputs,
+        processed_ingest_id
+    from valve_outputs
+    where row_kind in ('state', 'checkpoint')
+
+),
+
+{% if is_incremental() %}
+
+previous_checkpoints as (
+
+    -- The other checkpoints of the jobs this run rewrites.
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        batch_id,
+        seq,
+        first_ms,
+        effective_ms,
+        resumed_after_seq,
+        state,
+        semantics,
+        task_inputs,
+        processed_ingest_id
+    from {{ this }}
+    where job_id in (select job_id from new_checkpoints)
+
+),
+
+all_checkpoints as (
+
+    select * from previous_checkpoints
+    union all
+    select * from new_checkpoints
+
+),
+
+{% else %}
+
+all_checkpoints as (
+
+    select * from new_checkpoints
+
+),
+
+{% endif %}
+
+superseded as (
+
+    -- A later run that resumed a task from an earlier point (a late event) replaced everything
+    -- after that point, so a checkpoint beyond it can never be resumed from again.
+    select
+        all_checkpoints.*,
+        min(resumed_after_seq) over (
+            partition by job_id, vertex_id, subtask_index, attempt
+            order by batch_id
+            range between 1 following and unbounded following
+        ) as superseded_after_seq
+    from all_checkpoints
+
+),
+
+recent as (
+
+    select
+        superseded.*,
+        row_number() over (
+            partition by job_id, vertex_id, subtask_index, attempt
+            order by batch_id desc, seq desc
+        ) as recency
+    from superseded
+    where superseded_after_seq is null or seq <= superseded_after_seq
+
+),
+
+final as (
+
+    -- The 60 newest usable checkpoints per task (10 minutes of its time at one per 10 s): a
+    -- late event older than all of them replays its task from its first event, which is exact,
+    -- only slower.
+    select
+        vertex_id,
+        subtask_index,
+        attempt,
+        batch_id,
+        seq,
+        first_ms,
+        effective_ms,
+        resumed_after_seq,
+        state,
+        semantics,
+        task_inputs,
+        processed_ingest_id,
+        job_id
+    from recent
+    where recency <= 60
+
+)
+
+select * from final

@@ -1,0 +1,292 @@
+{%- set drop_emptied_partitions -%}{% raw %}
+    {#- insert_overwrite rewrites only the partitions the model's rows land in, so a touched
+        partition whose rows were all replaced by nothing would keep them: drop it. After the
+        insert, a row of a fed task after its resume point that this run did not write is such
+        a stale row, and every partition holding one holds nothing else. -#}
+    {%- if is_incremental() -%}
+        {%- set emptied -%}
+            select distinct
+                concat(
+                    "job_id = '", replace(existing.job_id, "'", "\\'"),
+                    "', hour_at = timestamp'", date_format(existing.hour_at, 'yyyy-MM-dd HH:mm:ss'), "'"
+                ) as partition_spec
+            from {{ this }} as existing
+            inner join (
+                select job_id, vertex_id, subtask_index, attempt, resumed_after_seq
+                from {{ ref('int_valve_outputs_computed') }}
+                where row_kind = 'state'
+            ) as runs
+                on
+                    existing.job_id = runs.job_id
+                    and existing.vertex_id = runs.vertex_id
+                    and existing.subtask_index = runs.subtask_index
+                    and existing.attempt = runs.attempt
+            left anti join (
+                select
+                    job_id, vertex_id, subtask_index, attempt, seq, emission_index as change_index,
+                    {{ tidemark_hour_at('effective_ms') }} as hour_at
+                from {{ ref('int_valve_outputs_computed') }}
+                where row_kind = 'clock' or (row_kind = 'emission' and size(task_inputs) = 1)
+            ) as fresh
+                on
+                    existing.job_id = fresh.job_id
+                    and existing.vertex_id = fresh.vertex_id
+                    and existing.subtask_index = fresh.subtask_index
+                    and existing.attempt = fresh.attempt
+                    and existing.seq = fresh.seq
+                    and existing.change_index = fresh.change_index
+                    and existing.hour_at = fresh.hour_at
+            where existing.seq > runs.resumed_after_seq
+        {%- endset -%}
+        {%- for row in run_query(emptied).rows -%}
+            {%- do run_query('alter table ' ~ this ~ ' drop if exists partition (' ~ row[0] ~ ')') -%}
+        {%- endfor -%}
+    {%- endif -%}
+    select 1
+{% endraw %}{%- endset -%}
+{{
+    config(
+        materialized='incremental',
+        incremental_strategy='insert_overwrite',
+        partition_by=['job_id', 'hour_at'],
+        post_hook=[drop_emptied_partitions],
+    )
+}}
+{#-
+    Each task's event-time clock as a timeline: one row per change of the task's combined
+    watermark or status (C1-C5: the min over the inputs that are not idle, idle only when all
+    are), valid from that change until the next. A one-input task's clock is its valve's output.
+    Incremental runs recompute a task from its last change before the resume point (whose
+    valid_to_ms may move) and rewrite the (job_id, hour_at) partitions involved
+    (docs/decisions/0005-valve-incremental.md).
+-#}
+
+with
+
+valve_outputs as (
+
+    select * from {{ ref('int_valve_outputs_computed') }}
+
+),
+
+changes as (
+
+    -- The clock's outputs; for one-input tasks the UDTF leaves them out, as they are exactly
+    -- the valve's (C1-C5).
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        seq,
+        emission_index as change_index,
+        ts_ms,
+        effective_ms as valid_from_ms,
+        kind as change_kind,
+        watermark_ms,
+        case when kind = 'status' then status = 'IDLE' end as is_idle,
+        -- Progress: the watermark advanced, or the task became active again.
+        case when kind = 'watermark' or status = 'ACTIVE' then effective_ms end as progress_ms,
+        false as is_seed
+    from valve_outputs
+    where row_kind = 'clock' or (row_kind = 'emission' and size(task_inputs) = 1)
+
+),
+
+{% if is_incremental() %}
+
+runs as (
+
+    select job_id, vertex_id, subtask_index, attempt, resumed_after_seq
+    from valve_outputs
+    where row_kind = 'state'
+
+),
+
+existing as (
+
+    select * from {{ this }}
+    where job_id in (select job_id from runs)
+
+),
+
+seeds as (
+
+    -- Each recomputed task's last change before its resume point: the running values start
+    -- from it, and its valid_to_ms is recomputed.
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        seq,
+        change_index,
+        ts_ms,
+        valid_from_ms,
+        change_kind,
+        watermark_ms,
+        is_idle,
+        last_progress_ms as progress_ms,
+        true as is_seed
+    from (
+        select
+            existing.*,
+            row_number() over (
+                partition by
+                    existing.job_id, existing.vertex_id, existing.subtask_index, existing.attempt
+                order by existing.seq desc, existing.change_index desc
+            ) as recency
+        from existing
+        inner join runs
+            on
+                existing.job_id = runs.job_id
+                and existing.vertex_id = runs.vertex_id
+                and existing.subtask_index = runs.subtask_index
+                and existing.attempt = runs.attempt
+        where existing.seq <= runs.resumed_after_seq
+    )
+    where recency = 1
+
+),
+
+points as (
+
+    select * from seeds
+    union all
+    select * from changes
+
+),
+
+{% else %}
+
+points as (
+
+    select * from changes
+
+),
+
+{% endif %}
+
+timeline as (
+
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        seq,
+        change_index,
+        ts_ms,
+        valid_from_ms,
+        lead(valid_from_ms) over (
+            partition by job_id, vertex_id, subtask_index, attempt
+            order by seq, change_index
+        ) as valid_to_ms,
+        change_kind,
+        last_value(watermark_ms, true) over running as watermark_ms,
+        coalesce(last_value(is_idle, true) over running, false) as is_idle,
+        last_value(progress_ms, true) over running as last_progress_ms,
+        {{ tidemark_hour_at('valid_from_ms') }} as hour_at
+    from points
+    window running as (
+        partition by job_id, vertex_id, subtask_index, attempt
+        order by seq, change_index
+        rows between unbounded preceding and current row
+    )
+
+),
+
+{% if is_incremental() %}
+
+replaced as (
+
+    select existing.*
+    from existing
+    inner join runs
+        on
+            existing.job_id = runs.job_id
+            and existing.vertex_id = runs.vertex_id
+            and existing.subtask_index = runs.subtask_index
+            and existing.attempt = runs.attempt
+    where existing.seq > runs.resumed_after_seq
+
+    union all
+
+    select existing.*
+    from existing
+    left semi join seeds
+        on
+            existing.job_id = seeds.job_id
+            and existing.vertex_id = seeds.vertex_id
+            and existing.subtask_index = seeds.subtask_index
+            and existing.attempt = seeds.attempt
+            and existing.seq = seeds.seq
+            and existing.change_index = seeds.change_index
+
+),
+
+touched_partitions as (
+
+    select job_id, hour_at from timeline
+    union
+    select job_id, hour_at from replaced
+
+),
+
+kept as (
+
+    select existing.*
+    from existing
+    left semi join touched_partitions
+        on
+            existing.job_id = touched_partitions.job_id
+            and existing.hour_at = touched_partitions.hour_at
+    left anti join replaced
+        on
+            existing.job_id = replaced.job_id
+            and existing.vertex_id = replaced.vertex_id
+            and existing.subtask_index = replaced.subtask_index
+            and existing.attempt = replaced.attempt
+            and existing.seq = replaced.seq
+            and existing.change_index = replaced.change_index
+
+),
+
+final as (
+
+    select
+        job_id, vertex_id, subtask_index, attempt, seq, change_index, ts_ms, valid_from_ms,
+        valid_to_ms, change_kind, watermark_ms, is_idle, last_progress_ms, hour_at
+    from timeline
+    union all
+    select
+        job_id, vertex_id, subtask_index, attempt, seq, change_index, ts_ms, valid_from_ms,
+        valid_to_ms, change_kind, watermark_ms, is_idle, last_progress_ms, hour_at
+    from kept
+
+)
+
+{% else %}
+
+final as (
+
+    -- Built from scratch: this run's valve outputs must then cover every task from its first
+    -- event (int_valve_outputs_computed makes a full run when a watermark mart is missing).
+    select timeline.*
+    from timeline
+    where (
+        select assert_true(
+            coalesce(bool_and(resumed_after_seq = -1), true),
+            'fct_task_watermarks is being rebuilt, but this run computed only part of the '
+            || 'tasks: rebuild the watermark models together, e.g. dbt build --full-refresh '
+            || '--select int_valve_outputs_computed+'
+        )
+        from valve_outputs
+        where row_kind = 'state'
+    ) is null
+
+)
+
+{% endif %}
+
+select * from final

@@ -1,0 +1,249 @@
+{{
+    config(
+        materialized='incremental',
+        incremental_strategy='insert_overwrite',
+        partition_by=['job_id', 'hour_at'],
+    )
+}}
+{#-
+    Per task and second, from the second of the task's smallest ts_ms through the second of its
+    largest (over its watermark and watermark_status events): the task's clock at the end of the
+    second (fct_task_watermarks), its lag behind that instant, and whether it is idle or stalled.
+    Incremental runs recompute each fed task from the second of its resume point (or of a new
+    first second) and rewrite the (job_id, hour_at) partitions involved.
+-#}
+{%- set stall_ms = (var('watermark_stall_s', 10) | int) * 1000 -%}
+
+with
+
+valve_outputs as (
+
+    select * from {{ ref('int_valve_outputs_computed') }}
+
+),
+
+task_watermarks as (
+
+    select * from {{ ref('fct_task_watermarks') }}
+
+),
+
+runs as (
+
+    -- Each task this run fed: its range after the run and the first second to recompute.
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        ts_ms as first_ms,
+        effective_ms as horizon_ms,
+        {{ tidemark_floor_ms('ts_ms', 1000) }} as first_second_ms,
+        -- Seconds ending at or before the resume point's time cannot change, unless a late
+        -- event moved the task's first second earlier: then all of them are recomputed.
+        case
+            when resumed_effective_ms is null or ts_ms < resumed_first_ms
+                then {{ tidemark_floor_ms('ts_ms', 1000) }}
+            else {{ tidemark_floor_ms('resumed_effective_ms', 1000) }}
+        end as recompute_from_ms
+    from valve_outputs
+    where row_kind = 'state' and effective_ms is not null
+
+),
+
+second_ends as (
+
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        second_start_ms + 1000 as at_ms,
+        0 as point_order,
+        cast(null as bigint) as seq,
+        cast(null as int) as change_index,
+        second_start_ms,
+        cast(null as bigint) as watermark_ms,
+        cast(null as boolean) as is_idle,
+        cast(null as bigint) as last_progress_ms
+    from (
+        select
+            runs.*,
+            explode(sequence(recompute_from_ms, {{ tidemark_floor_ms('horizon_ms', 1000) }}, 1000))
+                as second_start_ms
+        from runs
+    )
+
+),
+
+changes as (
+
+    -- The recomputed tasks' changes in force at or after the first recomputed second.
+    select
+        task_watermarks.job_id,
+        task_watermarks.vertex_id,
+        task_watermarks.subtask_index,
+        task_watermarks.attempt,
+        task_watermarks.valid_from_ms as at_ms,
+        1 as point_order,
+        task_watermarks.seq,
+        task_watermarks.change_index,
+        cast(null as bigint) as second_start_ms,
+        task_watermarks.watermark_ms,
+        task_watermarks.is_idle,
+        task_watermarks.last_progress_ms
+    from task_watermarks
+    inner join runs
+        on
+            task_watermarks.job_id = runs.job_id
+            and task_watermarks.vertex_id = runs.vertex_id
+            and task_watermarks.subtask_index = runs.subtask_index
+            and task_watermarks.attempt = runs.attempt
+    where
+        task_watermarks.valid_to_ms is null
+        or task_watermarks.valid_to_ms >= runs.recompute_from_ms
+
+),
+
+carried as (
+
+    -- The state at a second's end is the last change before it: a change at exactly the end
+    -- belongs to the next second (point_order puts the second's end first).
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        point_order,
+        second_start_ms,
+        last_value(watermark_ms, true) over running as watermark_ms,
+        last_value(is_idle, true) over running as is_idle,
+        last_value(last_progress_ms, true) over running as last_progress_ms
+    from (
+        select * from second_ends
+        union all
+        select * from changes
+    )
+    window running as (
+        partition by job_id, vertex_id, subtask_index, attempt
+        order by at_ms, point_order, seq, change_index
+        rows between unbounded preceding and current row
+    )
+
+),
+
+recomputed as (
+
+    select
+        carried.job_id,
+        carried.vertex_id,
+        carried.subtask_index,
+        carried.attempt,
+        carried.second_start_ms,
+        carried.watermark_ms,
+        carried.second_start_ms + 1000 - carried.watermark_ms as watermark_lag_ms,
+        coalesce(carried.is_idle, false) as is_idle,
+        not coalesce(carried.is_idle, false)
+        and carried.second_start_ms + 1000 - coalesce(carried.last_progress_ms, runs.first_ms)
+        >= {{ stall_ms }} as is_stalled,
+        carried.last_progress_ms,
+        carried.second_start_ms + 1000 <= runs.horizon_ms as is_complete,
+        {{ tidemark_hour_at('carried.second_start_ms') }} as hour_at
+    from carried
+    inner join runs
+        on
+            carried.job_id = runs.job_id
+            and carried.vertex_id = runs.vertex_id
+            and carried.subtask_index = runs.subtask_index
+            and carried.attempt = runs.attempt
+    where carried.point_order = 0
+
+),
+
+{% if is_incremental() %}
+
+existing as (
+
+    select * from {{ this }}
+    where job_id in (select job_id from runs)
+
+),
+
+replaced as (
+
+    select existing.*
+    from existing
+    inner join runs
+        on
+            existing.job_id = runs.job_id
+            and existing.vertex_id = runs.vertex_id
+            and existing.subtask_index = runs.subtask_index
+            and existing.attempt = runs.attempt
+    where existing.second_start_ms >= runs.recompute_from_ms
+
+),
+
+touched_partitions as (
+
+    select job_id, hour_at from recomputed
+    union
+    select job_id, hour_at from replaced
+
+),
+
+kept as (
+
+    select existing.*
+    from existing
+    left semi join touched_partitions
+        on
+            existing.job_id = touched_partitions.job_id
+            and existing.hour_at = touched_partitions.hour_at
+    left anti join runs
+        on
+            existing.job_id = runs.job_id
+            and existing.vertex_id = runs.vertex_id
+            and existing.subtask_index = runs.subtask_index
+            and existing.attempt = runs.attempt
+            and existing.second_start_ms >= runs.recompute_from_ms
+
+),
+
+final as (
+
+    select
+        job_id, vertex_id, subtask_index, attempt, second_start_ms, watermark_ms,
+        watermark_lag_ms, is_idle, is_stalled, last_progress_ms, is_complete, hour_at
+    from recomputed
+    union all
+    select
+        job_id, vertex_id, subtask_index, attempt, second_start_ms, watermark_ms,
+        watermark_lag_ms, is_idle, is_stalled, last_progress_ms, is_complete, hour_at
+    from kept
+
+)
+
+{% else %}
+
+final as (
+
+    -- Built from scratch: this run's valve outputs must then cover every task from its first
+    -- event (int_valve_outputs_computed makes a full run when a watermark mart is missing).
+    select recomputed.*
+    from recomputed
+    where (
+        select assert_true(
+            coalesce(bool_and(resumed_after_seq = -1), true),
+            'fct_watermark_seconds is being rebuilt, but this run computed only part of the '
+            || 'tasks: rebuild the watermark models together, e.g. dbt build --full-refresh '
+            || '--select int_valve_outputs_computed+'
+        )
+        from valve_outputs
+        where row_kind = 'state'
+    ) is null
+
+)
+
+{% endif %}
+
+select * from final

@@ -1,0 +1,398 @@
+"""The watermark models end to end: `tidemark generate` / ingest / `dbt build`, as a user runs them.
+
+* On the generator's `idle-source` scenario: a valve goes IDLE only when all its channels are
+  idle (S1), emitted watermarks strictly increase (E3), and what each map subtask's valve emits
+  is what the sinks receive from it (the generator runs its own valve, an independent check).
+* Bad input that reaches the UDTF fails `dbt build` with a message naming the task and seq.
+* Incremental equals full refresh: the events cut into seeded random ingest batches (late events,
+  duplicate deliveries, shuffled files), `dbt build` after each, give exactly the watermark marts
+  of one `dbt build --full-refresh` over all the files on a fresh lake.
+
+Every dbt build costs 30-60 s on two cores, so the random examples are few
+(TIDEMARK_WATERMARK_EXAMPLES, default 2). Builds select the watermark models and what they need
+(`+int_valve_states_checkpointed`) and leave out the unit tests, which do not depend on the data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from collections import defaultdict
+from pathlib import Path
+
+import pyarrow.dataset as ds
+import pytest
+
+from tests.e2e.conftest import DemoLake
+from tests.e2e.harness import dbt, tidemark
+from tests.events import status, watermark, write_jsonl
+from tests.unit.test_valve import REALIGN_VECTOR, SKIPPED_FLUSH_VECTOR, random_stream
+from tidemark.lake import Lake
+
+pytestmark = pytest.mark.e2e
+
+SELECT = ["--select", "+int_valve_states_checkpointed", "--exclude", "test_type:unit"]
+MARTS = (
+    "fct_valve_emissions",
+    "fct_task_watermarks",
+    "fct_watermark_seconds",
+    "fct_vertex_watermark_seconds",
+)
+EXAMPLES = int(os.environ.get("TIDEMARK_WATERMARK_EXAMPLES", "2"))
+# 2024-01-01T00:59:30Z: the hand-built streams cross an hour, so the marts' partitions split.
+BASE_MS = 1_704_070_770_000
+
+
+def read_table(lake: Lake, schema: str, name: str) -> list[dict]:
+    """A warehouse table's rows, read from its parquet files (hive partition columns included)."""
+    path = lake.warehouse / f"{schema}.db" / name
+    if not path.exists():
+        return []
+    return ds.dataset(path, format="parquet", partitioning="hive").to_table().to_pylist()
+
+
+def canonical(rows: list[dict]) -> list[tuple]:
+    return sorted((tuple(sorted((k, repr(v)) for k, v in row.items())) for row in rows), key=repr)
+
+
+def read_events(folder: Path) -> list[dict]:
+    events = []
+    for path in sorted(folder.glob("*.jsonl")):
+        with path.open() as handle:
+            events.extend(json.loads(line) for line in handle if line.strip())
+    return events
+
+
+def task_key(row: dict) -> tuple:
+    return (row["job_id"], row["vertex_id"], row["subtask_index"], row.get("attempt", 0))
+
+
+# ---------------------------------------------------------------------------- idle-source
+
+
+@pytest.fixture(scope="module")
+def idle_source(demo_lake: DemoLake) -> dict:
+    """The idle-source scenario's events and watermark marts, from the suite's demo lake."""
+    manifest = demo_lake.manifests["idle-source"]
+    lake = demo_lake.lake
+
+    def rows(name: str) -> list[dict]:
+        return [r for r in read_table(lake, "tidemark", name) if r["job_id"] == manifest["job_id"]]
+
+    return {
+        "lake": lake,
+        "events": [
+            e
+            for e in read_events(demo_lake.events["idle-source"])
+            if e["type"] in ("watermark", "watermark_status")
+        ],
+        "manifest": manifest,
+        "emissions": rows("fct_valve_emissions"),
+        "timeline": rows("fct_task_watermarks"),
+        "seconds": rows("fct_watermark_seconds"),
+        "vertex_seconds": rows("fct_vertex_watermark_seconds"),
+    }
+
+
+@pytest.mark.xdist_group("demo")
+def test_idle_source_valves_go_idle_only_when_all_their_channels_are_idle(idle_source) -> None:
+    """S1(a)/S3: IDLE only when the last active channel goes idle; ACTIVE only when one is back."""
+    channel_idle: dict[tuple, dict[int, bool]] = defaultdict(dict)
+    sizes: dict[tuple, int] = {}
+    by_event: dict[tuple, list[dict]] = defaultdict(list)
+    for row in idle_source["emissions"]:
+        by_event[(*task_key(row), row["input_index"], row["seq"])].append(row)
+    most_idle: dict[tuple, int] = defaultdict(int)
+    for event in sorted(idle_source["events"], key=lambda e: (task_key(e), e["seq"])):
+        valve = (*task_key(event), event["input_index"])
+        sizes[valve] = event["num_channels"]
+        if event["type"] == "watermark_status":
+            channel_idle[valve][event["channel_index"]] = event["status"] == "IDLE"
+        idle = sum(channel_idle[valve].values())
+        most_idle[valve] = max(most_idle[valve], idle)
+        for row in by_event.get((*valve, event["seq"]), []):
+            if row["kind"] == "status":
+                assert (row["status"] == "IDLE") == (idle == sizes[valve]), (valve, row)
+    # The stopped source is one of the two channels of every map valve: each had one idle
+    # channel for a while, and none of them may go idle (nor, downstream, the sinks).
+    stopped = idle_source["manifest"]["truth"]["stopped_source"]
+    vertices = {v["role"]: v["vertex_id"] for v in idle_source["manifest"]["vertices"]}
+    assert stopped["vertex_id"] == vertices["source"]
+    map_valves = [v for v in sizes if v[1] == vertices["map"]]
+    assert len(map_valves) == 4
+    assert all(most_idle[v] == 1 and sizes[v] == 2 for v in map_valves)
+    assert all(r["kind"] == "watermark" for r in idle_source["emissions"])
+
+
+@pytest.mark.xdist_group("demo")
+def test_idle_source_emitted_watermarks_never_decrease(idle_source) -> None:
+    """E3 per valve, C4 per task clock, and per second."""
+    last: dict[tuple, int] = {}
+    for row in sorted(idle_source["emissions"], key=lambda r: (r["seq"], r["emission_index"])):
+        if row["kind"] == "watermark":
+            valve = (*task_key(row), row["input_index"])
+            assert row["watermark_ms"] > last.get(valve, -(2**63)), row
+            last[valve] = row["watermark_ms"]
+    assert len(last) == 6  # 4 map and 2 sink valves
+    for rows, order in (
+        (idle_source["timeline"], lambda r: (r["seq"], r["change_index"])),
+        (idle_source["seconds"], lambda r: r["second_start_ms"]),
+    ):
+        seen: dict[tuple, int] = {}
+        for row in sorted(rows, key=order):
+            if row["watermark_ms"] is not None:
+                assert row["watermark_ms"] >= seen.get(task_key(row), -(2**63)), row
+                seen[task_key(row)] = row["watermark_ms"]
+
+
+@pytest.mark.xdist_group("demo")
+def test_idle_source_sinks_receive_what_the_map_valves_emit(idle_source) -> None:
+    """The generator forwards each map subtask's valve output to every sink: same watermarks."""
+    vertices = {v["role"]: v["vertex_id"] for v in idle_source["manifest"]["vertices"]}
+    emitted: dict[int, list[int]] = defaultdict(list)
+    for row in sorted(idle_source["emissions"], key=lambda r: (r["seq"], r["emission_index"])):
+        if row["vertex_id"] == vertices["map"] and row["kind"] == "watermark":
+            emitted[row["subtask_index"]].append(row["watermark_ms"])
+    received: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for event in sorted(idle_source["events"], key=lambda e: (task_key(e), e["seq"])):
+        if event["vertex_id"] == vertices["sink"] and event["type"] == "watermark":
+            got = received[(event["subtask_index"], event["channel_index"])]
+            if not got or event["watermark_ms"] > got[-1]:  # stale repeats are dropped (W2)
+                got.append(event["watermark_ms"])
+    assert len(emitted) == 4 and len(received) == 8
+    for (sink, channel), values in received.items():
+        assert values == emitted[channel][: len(values)], (sink, channel)
+        assert len(values) > 0.9 * len(emitted[channel])
+
+
+@pytest.mark.xdist_group("demo")
+def test_idle_source_seconds_and_vertex_figures(idle_source) -> None:
+    """Every task second is there; the map vertex follows its subtasks that are not idle."""
+    seconds = idle_source["seconds"]
+    per_task: dict[tuple, list[int]] = defaultdict(list)
+    for row in seconds:
+        per_task[task_key(row)].append(row["second_start_ms"])
+    for starts in per_task.values():
+        assert sorted(starts) == list(range(min(starts), max(starts) + 1000, 1000))
+    lag = [r["watermark_lag_ms"] for r in seconds if r["watermark_lag_ms"] is not None]
+    assert min(lag) > 0 and max(lag) < 10_000  # bounded out-of-orderness plus the interval
+    assert not any(r["is_idle"] for r in seconds)
+    vertex_rows = idle_source["vertex_seconds"]
+    assert {r["num_subtasks"] for r in vertex_rows} == {2, 4}
+    for row in vertex_rows:
+        members = [
+            s["watermark_ms"]
+            for s in seconds
+            if s["vertex_id"] == row["vertex_id"] and s["second_start_ms"] == row["second_start_ms"]
+        ]
+        if None not in members:
+            assert row["watermark_ms"] == min(members)
+
+
+# ---------------------------------------------------------------------------- bad input
+
+
+def test_bad_input_reaching_the_udtf_fails_the_build_naming_task_and_seq(tmp_path: Path) -> None:
+    """Ingest quarantines a channel outside the valve; one landed by other means fails dbt."""
+    from deltalake import write_deltalake
+
+    lake = Lake.from_env(tmp_path / "lake")
+    good = [
+        watermark(1, channel_index=0, num_channels=2, watermark_ms=10),
+        watermark(2, channel_index=1, num_channels=2, watermark_ms=20),
+    ]
+    tidemark("ingest", str(write_jsonl(tmp_path / "good.jsonl", good)), lake=lake).check()
+    path = lake.bronze_table("watermark_events")
+    from deltalake import DeltaTable
+
+    table = DeltaTable(str(path)).to_pyarrow_dataset().to_table()
+    bad = table.slice(0, 1).to_pylist()[0]
+    bad.update(seq=7, channel_index=5, line_number=99, ingest_id=bad["ingest_id"] + 1)
+    import pyarrow as pa
+
+    write_deltalake(str(path), pa.Table.from_pylist([bad], schema=table.schema), mode="append")
+    result = dbt("build", *SELECT, lake=lake)
+    assert result.returncode != 0
+    message = (
+        "tidemark_valve: task job_id='job' vertex_id='map' subtask_index=0 attempt=0 "
+        "input_index=0 seq=7: channel 5 is outside [0, 2)"
+    )
+    assert message in result.stdout, result.stdout[-5000:]
+
+
+# ---------------------------------------------------------------------------- incremental
+
+
+def hand_built_events(rng: random.Random) -> list[dict]:
+    """Tasks the generator does not make: a two-input task, many channels, statuses, a restart.
+
+    Streams come from the edge-case-biased generator of the valve's unit tests (lastOut ties,
+    catch-up, all channels idle, Long.MIN/MAX), with a clock that sometimes steps back and
+    crosses an hour boundary.
+    """
+    events = []
+    specs = [
+        ("join", 0, 0, {0: 3, 1: 2}),
+        ("wide", 0, 0, {0: 7}),
+        ("wide", 1, 0, {0: 2}),
+        ("wide", 1, 1, {0: 2}),  # a restart: attempt 1 starts fresh
+    ]
+    for vertex_id, subtask, attempt, inputs in specs:
+        streams = {i: random_stream(rng, n, 120) for i, n in inputs.items()}
+        seq = rng.randrange(3)
+        ts = BASE_MS + attempt * 25_000 + rng.randrange(4_000)
+        live = list(inputs)
+        while live:
+            i = rng.choice(live)
+            try:
+                is_status, channel, value = next(streams[i])
+            except StopIteration:
+                live.remove(i)
+                continue
+            seq += rng.choice([1, 1, 2, 5])
+            ts += rng.choice([0, 40, 150, 400, -300])
+            task = {
+                "job_id": "job-2",
+                "vertex_id": vertex_id,
+                "subtask_index": subtask,
+                "attempt": attempt,
+                "seq": seq,
+                "ts_ms": ts,
+                "input_index": i,
+                "channel_index": channel,
+                "num_channels": inputs[i],
+            }
+            if is_status:
+                events.append(status(**task, status=value))
+            else:
+                events.append(watermark(**task, watermark_ms=value))
+    return events
+
+
+def batches_of(events: list[dict], rng: random.Random, mode: str, n: int) -> list[list[dict]]:
+    """`n` ingest batches. `in_order`: cut by time; for half of the tasks some events near the end
+    of a batch arrive with the next one (late events, a few seconds older than the newest of the
+    task already processed), the other tasks only ever get newer events. `random`: each event in
+    a random batch. Some events are delivered twice."""
+    if mode == "in_order":
+        ordered = sorted(events, key=lambda e: e["ts_ms"])
+        cut = [len(ordered) * (k + 1) // n for k in range(n)]
+        batches = [ordered[(cut[k - 1] if k else 0) : cut[k]] for k in range(n)]
+        jittered = {key for key in {task_key(e) for e in events} if rng.random() < 0.5}
+        for k in range(n - 1):
+            tail_from = int(len(batches[k]) * 0.95)
+            kept, moved = batches[k][:tail_from], []
+            for event in batches[k][tail_from:]:
+                if task_key(event) in jittered and rng.random() < 0.3:
+                    moved.append(event)
+                else:
+                    kept.append(event)
+            batches[k] = kept
+            batches[k + 1].extend(moved)
+    else:
+        batches = [[] for _ in range(n)]
+        for event in events:
+            batches[rng.randrange(n)].append(event)
+    for event in rng.sample(events, k=min(25, len(events))):
+        batches[rng.randrange(n)].append(event)
+    return batches
+
+
+@pytest.mark.parametrize("example", range(EXAMPLES))
+def test_incremental_builds_equal_a_full_refresh(example: int, tmp_path: Path) -> None:
+    """Contract §5 for the watermark marts, whatever the batching, order and duplicates."""
+    rng = random.Random(4_000 + example)
+    mode = ("in_order", "random")[example % 2]
+    semantics = ("flink-1.13-2.0", "flink-40475")[example % 2]
+    build = [*SELECT, "--vars", f"{{valve_semantics: {semantics}}}"]
+    scenario = tmp_path / "scenario"
+    tidemark(
+        "generate", "--scenario", "idle-source", "--out", str(scenario), "--seed", str(example),
+        lake=Lake.from_env(tmp_path / "unused"),
+    ).check()  # fmt: skip
+    events = [
+        e for e in read_events(scenario) if e["type"] in ("watermark", "watermark_status")
+    ] + hand_built_events(rng)
+
+    incremental = Lake.from_env(tmp_path / "incremental" / "lake")
+    files: list[Path] = []
+    runs: list[dict[tuple, tuple[int, int]]] = []  # per run: task -> (resumed_after_seq, seq)
+    for k, batch in enumerate(batches_of(events, rng, mode, 3)):
+        rng.shuffle(batch)
+        half = len(batch) // 2
+        folder = tmp_path / f"batch-{k}"
+        folder.mkdir()
+        parts = [
+            write_jsonl(folder / f"part-{p}.jsonl", c)
+            for p, c in enumerate((batch[:half], batch[half:]))
+            if c
+        ]
+        rng.shuffle(parts)
+        files += parts
+        tidemark("ingest", *map(str, parts), lake=incremental).check()
+        dbt("build", *build, lake=incremental).check()
+        runs.append(
+            {
+                task_key(r): (r["resumed_after_seq"], r["seq"])
+                for r in read_table(
+                    incremental, "tidemark_intermediate", "int_valve_outputs_computed"
+                )
+                if r["row_kind"] == "state"
+            }
+        )
+
+    full = Lake.from_env(tmp_path / "full" / "lake")
+    tidemark("ingest", *map(str, files), lake=full).check()
+    dbt("build", "--full-refresh", *build, lake=full).check()
+
+    if mode == "in_order":
+        # The paths this example is for: tasks resumed from their last run's end (new events
+        # only) and tasks resumed from a checkpoint made along the way (late events).
+        resumes = [
+            (after, runs[k - 1][key][1])
+            for k in range(1, len(runs))
+            for key, (after, _) in runs[k].items()
+            if key in runs[k - 1]
+        ]
+        assert any(after == previous_end for after, previous_end in resumes), resumes
+        assert any(0 <= after < previous_end for after, previous_end in resumes), resumes
+
+    for name in MARTS:
+        want = read_table(full, "tidemark", name)
+        got = read_table(incremental, "tidemark", name)
+        assert len(want) > 100, f"{name}: the full refresh is nearly empty"
+        assert canonical(got) == canonical(want), f"tidemark.{name} differs from a full refresh"
+
+
+def test_changing_valve_semantics_recomputes_every_task(tmp_path: Path) -> None:
+    """A build with another `valve_semantics` and no new events equals a full refresh with it."""
+    events = hand_built_events(random.Random(99))
+    # Flink's vectors where the two semantics differ (E6 stall, E7 skipped flush), one task each.
+    for subtask, vector in enumerate((SKIPPED_FLUSH_VECTOR, REALIGN_VECTOR)):
+        for seq, (op, channel, value, *_) in enumerate(vector):
+            task = {"vertex_id": "vectors", "subtask_index": subtask, "seq": seq}
+            task.update(ts_ms=BASE_MS + 100 * seq, channel_index=channel, num_channels=3)
+            if op == "w":
+                events.append(watermark(**task, watermark_ms=value))
+            else:
+                events.append(status(**task, status=value))
+    path = write_jsonl(tmp_path / "events.jsonl", events)
+    old = ["--vars", "{valve_semantics: flink-1.13-2.0}"]
+    new = ["--vars", "{valve_semantics: flink-40475}"]
+
+    switched = Lake.from_env(tmp_path / "switched" / "lake")
+    tidemark("ingest", str(path), lake=switched).check()
+    dbt("build", *SELECT, *old, lake=switched).check()
+    before = read_table(switched, "tidemark", "fct_valve_emissions")
+    dbt("build", *SELECT, *new, lake=switched).check()
+
+    full = Lake.from_env(tmp_path / "full" / "lake")
+    tidemark("ingest", str(path), lake=full).check()
+    dbt("build", "--full-refresh", *SELECT, *new, lake=full).check()
+
+    want = read_table(full, "tidemark", "fct_valve_emissions")
+    assert canonical(before) != canonical(want), "the streams do not tell the semantics apart"
+    for name in MARTS:
+        got, want = read_table(switched, "tidemark", name), read_table(full, "tidemark", name)
+        assert canonical(got) == canonical(want), f"tidemark.{name} differs from a full refresh"
