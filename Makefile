@@ -11,6 +11,8 @@ export DBT_SEND_ANONYMOUS_USAGE_STATS ?= false
 DEMO_SCENARIO ?= backpressure
 DEMO_DATA ?= demo-data
 BENCH_EVENTS ?= 5000000
+# pytest-xdist workers: the end-to-end tests wait on dbt and Spark start-up more than on the CPU.
+TEST_WORKERS ?= 2
 
 .PHONY: help install demo test lint format bench clean
 
@@ -36,7 +38,7 @@ demo: install  ## generate the backpressure scenario, ingest it, dbt build, show
 test: install  ## lint, then every test (unit, Spark, end-to-end with real tidemark and dbt)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup
 
 lint: install  ## ruff check and format check only
 	$(BIN)/ruff check .

@@ -1,0 +1,18 @@
+{#- MetricFlow's time spine: one row per day, 2020 through 2040. -#}
+
+with
+
+days as (
+
+    select explode(sequence(date'2020-01-01', date'2040-12-31', interval 1 day)) as date_day
+
+),
+
+final as (
+
+    select cast(date_day as date) as date_day
+    from days
+
+)
+
+select * from final
