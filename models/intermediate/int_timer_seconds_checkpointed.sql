@@ -56,49 +56,15 @@ replayed_tasks as (
 
 ),
 
-touched_partitions as (
-
-    select distinct job_id, hour_at
-    from recomputed
-
-),
-
-kept as (
-
-    select existing.*
-    from {{ this }} as existing
-    left semi join touched_partitions
-        on
-            existing.job_id = touched_partitions.job_id
-            and existing.hour_at = touched_partitions.hour_at
-    left anti join replayed_tasks
-        on
-            existing.job_id = replayed_tasks.job_id
-            and existing.vertex_id = replayed_tasks.vertex_id
-            and existing.subtask_index = replayed_tasks.subtask_index
-            and existing.attempt = replayed_tasks.attempt
-            and existing.second_start_ms >= replayed_tasks.replay_from_second_ms
-
-),
-
 final as (
 
-    select * from recomputed
-    union all
-    select
-        job_id,
-        vertex_id,
-        subtask_index,
-        attempt,
-        second_start_ms,
-        end_seq,
-        end_clock_ms,
-        min_ts_ms,
-        is_idle_open,
-        is_soft_backpressured_open,
-        is_hard_backpressured_open,
-        hour_at
-    from kept
+    {{ tidemark_rows_to_write(
+        'recomputed', 'replayed_tasks', ['job_id', 'vertex_id', 'subtask_index', 'attempt'],
+        'kept.second_start_ms >= replaced.replay_from_second_ms',
+        columns=['job_id', 'vertex_id', 'subtask_index', 'attempt', 'second_start_ms', 'end_seq',
+            'end_clock_ms', 'min_ts_ms', 'is_idle_open', 'is_soft_backpressured_open',
+            'is_hard_backpressured_open', 'hour_at'],
+    ) }}
 
 )
 

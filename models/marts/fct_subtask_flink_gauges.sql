@@ -323,53 +323,18 @@ recomputed as (
 
 {% if is_incremental() %}
 
-touched_partitions as (
-
-    select distinct job_id, hour_at
-    from recomputed
-
-),
-
-kept as (
-
-    select existing.*
-    from {{ this }} as existing
-    left semi join touched_partitions
-        on
-            existing.job_id = touched_partitions.job_id
-            and existing.hour_at = touched_partitions.hour_at
-    left anti join tasks
-        on
-            existing.job_id = tasks.job_id
-            and existing.vertex_id = tasks.vertex_id
-            and existing.subtask_index = tasks.subtask_index
-            and existing.attempt = tasks.attempt
-            and existing.update_ms >= tasks.dirty_from_update_ms
-
-),
-
 final as (
 
-    select * from recomputed
-    union all
-    select
-        job_id,
-        vertex_id,
-        subtask_index,
-        attempt,
-        update_ms,
-        idle_time_ms_per_second,
-        soft_back_pressured_time_ms_per_second,
-        hard_back_pressured_time_ms_per_second,
-        back_pressured_time_ms_per_second,
-        busy_time_ms_per_second,
-        backpressure_ratio,
-        backpressure_level,
-        accumulated_idle_time_ms,
-        accumulated_back_pressured_time_ms,
-        accumulated_busy_time_ms,
-        hour_at
-    from kept
+    {{ tidemark_rows_to_write(
+        'recomputed', 'tasks', ['job_id', 'vertex_id', 'subtask_index', 'attempt'],
+        'kept.update_ms >= replaced.dirty_from_update_ms',
+        columns=['job_id', 'vertex_id', 'subtask_index', 'attempt', 'update_ms',
+            'idle_time_ms_per_second', 'soft_back_pressured_time_ms_per_second',
+            'hard_back_pressured_time_ms_per_second', 'back_pressured_time_ms_per_second',
+            'busy_time_ms_per_second', 'backpressure_ratio', 'backpressure_level',
+            'accumulated_idle_time_ms', 'accumulated_back_pressured_time_ms',
+            'accumulated_busy_time_ms', 'hour_at'],
+    ) }}
 
 )
 

@@ -1,48 +1,10 @@
 {%- set drop_emptied_partitions -%}{% raw %}
-    {#- insert_overwrite rewrites only the partitions the model's rows land in, so a touched
-        partition whose rows were all replaced by nothing would keep them: drop it. After the
-        insert, a row of a fed task after its resume point that this run did not write is such
-        a stale row, and every partition holding one holds nothing else. -#}
-    {%- if is_incremental() -%}
-        {%- set emptied -%}
-            select distinct
-                concat(
-                    "job_id = '", replace(existing.job_id, "'", "\\'"),
-                    "', hour_at = timestamp'", date_format(existing.hour_at, 'yyyy-MM-dd HH:mm:ss'), "'"
-                ) as partition_spec
-            from {{ this }} as existing
-            inner join (
-                select job_id, vertex_id, subtask_index, attempt, resumed_after_seq
-                from {{ ref('int_valve_outputs_computed') }}
-                where row_kind = 'state'
-            ) as runs
-                on
-                    existing.job_id = runs.job_id
-                    and existing.vertex_id = runs.vertex_id
-                    and existing.subtask_index = runs.subtask_index
-                    and existing.attempt = runs.attempt
-            left anti join (
-                select
-                    job_id, vertex_id, subtask_index, attempt, seq, emission_index as change_index,
-                    {{ tidemark_hour_at('effective_ms') }} as hour_at
-                from {{ ref('int_valve_outputs_computed') }}
-                where row_kind = 'clock' or (row_kind = 'emission' and size(task_inputs) = 1)
-            ) as fresh
-                on
-                    existing.job_id = fresh.job_id
-                    and existing.vertex_id = fresh.vertex_id
-                    and existing.subtask_index = fresh.subtask_index
-                    and existing.attempt = fresh.attempt
-                    and existing.seq = fresh.seq
-                    and existing.change_index = fresh.change_index
-                    and existing.hour_at = fresh.hour_at
-            where existing.seq > runs.resumed_after_seq
-        {%- endset -%}
-        {%- for row in run_query(emptied).rows -%}
-            {%- do run_query('alter table ' ~ this ~ ' drop if exists partition (' ~ row[0] ~ ')') -%}
-        {%- endfor -%}
-    {%- endif -%}
-    select 1
+    {{- tidemark_drop_emptied_partitions(
+        ['seq', 'change_index'],
+        'effective_ms',
+        "row_kind = 'clock' or (row_kind = 'emission' and size(task_inputs) = 1)",
+        {'change_index': 'emission_index'},
+    ) -}}
 {% endraw %}{%- endset -%}
 {{
     config(
@@ -225,44 +187,15 @@ replaced as (
 
 ),
 
-touched_partitions as (
-
-    select job_id, hour_at from timeline
-    union
-    select job_id, hour_at from replaced
-
-),
-
-kept as (
-
-    select existing.*
-    from existing
-    left semi join touched_partitions
-        on
-            existing.job_id = touched_partitions.job_id
-            and existing.hour_at = touched_partitions.hour_at
-    left anti join replaced
-        on
-            existing.job_id = replaced.job_id
-            and existing.vertex_id = replaced.vertex_id
-            and existing.subtask_index = replaced.subtask_index
-            and existing.attempt = replaced.attempt
-            and existing.seq = replaced.seq
-            and existing.change_index = replaced.change_index
-
-),
-
 final as (
 
-    select
-        job_id, vertex_id, subtask_index, attempt, seq, change_index, ts_ms, valid_from_ms,
-        valid_to_ms, change_kind, watermark_ms, is_idle, last_progress_ms, hour_at
-    from timeline
-    union all
-    select
-        job_id, vertex_id, subtask_index, attempt, seq, change_index, ts_ms, valid_from_ms,
-        valid_to_ms, change_kind, watermark_ms, is_idle, last_progress_ms, hour_at
-    from kept
+    {{ tidemark_rows_to_write(
+        'timeline', 'replaced', ['job_id', 'vertex_id', 'subtask_index', 'attempt', 'seq', 'change_index'],
+        existing='existing', touched=['timeline', 'replaced'],
+        columns=['job_id', 'vertex_id', 'subtask_index', 'attempt', 'seq', 'change_index',
+            'ts_ms', 'valid_from_ms', 'valid_to_ms', 'change_kind', 'watermark_ms', 'is_idle',
+            'last_progress_ms', 'hour_at'],
+    ) }}
 
 )
 

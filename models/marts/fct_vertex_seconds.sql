@@ -154,54 +154,17 @@ recomputed as (
 
 ,
 
-touched_partitions as (
-
-    select distinct job_id, hour_at
-    from recomputed
-
-),
-
-kept as (
-
-    select existing.*
-    from {{ this }} as existing
-    left semi join touched_partitions
-        on
-            existing.job_id = touched_partitions.job_id
-            and existing.hour_at = touched_partitions.hour_at
-    left anti join dirty_vertices
-        on
-            existing.job_id = dirty_vertices.job_id
-            and existing.vertex_id = dirty_vertices.vertex_id
-            and existing.second_start_ms >= dirty_vertices.dirty_from_second_ms
-
-),
-
 final as (
 
-    select * from recomputed
-    union all
-    select
-        job_id,
-        vertex_id,
-        second_start_ms,
-        subtask_count,
-        max_backpressured_ms,
-        min_backpressured_ms,
-        avg_backpressured_ms,
-        backpressured_skew_pct,
-        max_busy_ms,
-        min_busy_ms,
-        avg_busy_ms,
-        busy_skew_pct,
-        max_idle_ms,
-        max_backpressure_ratio,
-        backpressure_level,
-        backpressured_pct,
-        busy_pct,
-        is_complete,
-        hour_at
-    from kept
+    {{ tidemark_rows_to_write(
+        'recomputed', 'dirty_vertices', ['job_id', 'vertex_id'],
+        'kept.second_start_ms >= replaced.dirty_from_second_ms',
+        columns=['job_id', 'vertex_id', 'second_start_ms', 'subtask_count',
+            'max_backpressured_ms', 'min_backpressured_ms', 'avg_backpressured_ms',
+            'backpressured_skew_pct', 'max_busy_ms', 'min_busy_ms', 'avg_busy_ms',
+            'busy_skew_pct', 'max_idle_ms', 'max_backpressure_ratio', 'backpressure_level',
+            'backpressured_pct', 'busy_pct', 'is_complete', 'hour_at'],
+    ) }}
 
 )
 

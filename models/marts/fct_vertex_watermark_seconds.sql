@@ -143,43 +143,16 @@ replaced as (
 
 ),
 
-touched_partitions as (
-
-    select job_id, hour_at from with_lag
-    union
-    select job_id, hour_at from replaced
-
-),
-
-kept as (
-
-    select existing.*
-    from existing
-    left semi join touched_partitions
-        on
-            existing.job_id = touched_partitions.job_id
-            and existing.hour_at = touched_partitions.hour_at
-    left anti join runs
-        on
-            existing.job_id = runs.job_id
-            and existing.vertex_id = runs.vertex_id
-            and existing.second_start_ms >= runs.recompute_from_ms
-
-),
-
 final as (
 
-    select
-        job_id, vertex_id, second_start_ms, watermark_ms, watermark_lag_ms, num_subtasks,
-        num_idle_subtasks, idle_subtask_indexes, num_stalled_subtasks, slowest_subtask_index,
-        is_idle, is_complete, hour_at
-    from with_lag
-    union all
-    select
-        job_id, vertex_id, second_start_ms, watermark_ms, watermark_lag_ms, num_subtasks,
-        num_idle_subtasks, idle_subtask_indexes, num_stalled_subtasks, slowest_subtask_index,
-        is_idle, is_complete, hour_at
-    from kept
+    {{ tidemark_rows_to_write(
+        'with_lag', 'runs', ['job_id', 'vertex_id'],
+        'kept.second_start_ms >= replaced.recompute_from_ms',
+        existing='existing', touched=['with_lag', 'replaced'],
+        columns=['job_id', 'vertex_id', 'second_start_ms', 'watermark_ms', 'watermark_lag_ms',
+            'num_subtasks', 'num_idle_subtasks', 'idle_subtask_indexes', 'num_stalled_subtasks',
+            'slowest_subtask_index', 'is_idle', 'is_complete', 'hour_at'],
+    ) }}
 
 )
 

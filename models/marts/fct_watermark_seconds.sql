@@ -183,43 +183,16 @@ replaced as (
 
 ),
 
-touched_partitions as (
-
-    select job_id, hour_at from recomputed
-    union
-    select job_id, hour_at from replaced
-
-),
-
-kept as (
-
-    select existing.*
-    from existing
-    left semi join touched_partitions
-        on
-            existing.job_id = touched_partitions.job_id
-            and existing.hour_at = touched_partitions.hour_at
-    left anti join runs
-        on
-            existing.job_id = runs.job_id
-            and existing.vertex_id = runs.vertex_id
-            and existing.subtask_index = runs.subtask_index
-            and existing.attempt = runs.attempt
-            and existing.second_start_ms >= runs.recompute_from_ms
-
-),
-
 final as (
 
-    select
-        job_id, vertex_id, subtask_index, attempt, second_start_ms, watermark_ms,
-        watermark_lag_ms, is_idle, is_stalled, last_progress_ms, is_complete, hour_at
-    from recomputed
-    union all
-    select
-        job_id, vertex_id, subtask_index, attempt, second_start_ms, watermark_ms,
-        watermark_lag_ms, is_idle, is_stalled, last_progress_ms, is_complete, hour_at
-    from kept
+    {{ tidemark_rows_to_write(
+        'recomputed', 'runs', ['job_id', 'vertex_id', 'subtask_index', 'attempt'],
+        'kept.second_start_ms >= replaced.recompute_from_ms',
+        existing='existing', touched=['recomputed', 'replaced'],
+        columns=['job_id', 'vertex_id', 'subtask_index', 'attempt', 'second_start_ms',
+            'watermark_ms', 'watermark_lag_ms', 'is_idle', 'is_stalled', 'last_progress_ms',
+            'is_complete', 'hour_at'],
+    ) }}
 
 )
 

@@ -1,0 +1,50 @@
+{#-
+    Post-hook of the incremental watermark marts. insert_overwrite rewrites only the partitions
+    the model's rows land in, so a touched partition whose rows were all replaced by nothing
+    would keep them: this drops it. After the insert, a row of a fed task after its resume point
+    that this run did not write is such a stale row, and every partition holding one holds
+    nothing else. `keys` are the mart's key columns after the task's four, `time_column` the
+    column of int_valve_outputs_computed that places a row in its hour, `where` the filter on
+    int_valve_outputs_computed that gives the mart's rows, and `sources` maps a key to its
+    column there when the names differ.
+-#}
+{% macro tidemark_drop_emptied_partitions(keys, time_column, where, sources={}) -%}
+    {%- if is_incremental() -%}
+        {%- set task = ['job_id', 'vertex_id', 'subtask_index', 'attempt'] -%}
+        {%- set emptied -%}
+            select distinct
+                concat(
+                    "job_id = '", replace(existing.job_id, "'", "\\'"),
+                    "', hour_at = timestamp'", date_format(existing.hour_at, 'yyyy-MM-dd HH:mm:ss'), "'"
+                ) as partition_spec
+            from {{ this }} as existing
+            inner join (
+                select {{ task | join(', ') }}, resumed_after_seq
+                from {{ ref('int_valve_outputs_computed') }}
+                where row_kind = 'state'
+            ) as runs
+                on
+                    {%- for key in task %}
+                    {{ 'and ' if not loop.first }}existing.{{ key }} = runs.{{ key }}
+                    {%- endfor %}
+            left anti join (
+                select
+                    {%- for key in task + keys %}
+                    {{ sources.get(key, key) }} as {{ key }},
+                    {%- endfor %}
+                    {{ tidemark_hour_at(time_column) }} as hour_at
+                from {{ ref('int_valve_outputs_computed') }}
+                where {{ where }}
+            ) as fresh
+                on
+                    {%- for key in task + keys + ['hour_at'] %}
+                    {{ 'and ' if not loop.first }}existing.{{ key }} = fresh.{{ key }}
+                    {%- endfor %}
+            where existing.seq > runs.resumed_after_seq
+        {%- endset -%}
+        {%- for row in run_query(emptied).rows -%}
+            {%- do run_query('alter table ' ~ this ~ ' drop if exists partition (' ~ row[0] ~ ')') -%}
+        {%- endfor -%}
+    {%- endif -%}
+    select 1
+{%- endmacro %}
