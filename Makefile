@@ -11,10 +11,8 @@ export DBT_SEND_ANONYMOUS_USAGE_STATS ?= false
 DEMO_SCENARIO ?= backpressure
 DEMO_DATA ?= demo-data
 BENCH_EVENTS ?= 5000000
-# pytest-xdist workers: the end-to-end tests wait on dbt and Spark start-up more than on the CPU.
-TEST_WORKERS ?= 2
 
-.PHONY: help install demo test lint format bench clean
+.PHONY: help install demo test test-deep lint format bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -38,7 +36,13 @@ demo: install  ## generate the backpressure scenario, ingest it, dbt build, show
 test: install  ## lint, then every test (unit, Spark, end-to-end with real tidemark and dbt)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/pytest
+
+test-deep: install  ## the incremental = full refresh property tests with many examples (slow)
+	TIDEMARK_PROPERTY_EXAMPLES=$${TIDEMARK_PROPERTY_EXAMPLES:-8} \
+	TIDEMARK_WATERMARK_EXAMPLES=$${TIDEMARK_WATERMARK_EXAMPLES:-4} \
+	$(BIN)/pytest tests/e2e/test_incremental_equals_full_refresh.py tests/e2e/test_watermarks.py \
+		-k incremental_builds_equal_a_full_refresh
 
 lint: install  ## ruff check and format check only
 	$(BIN)/ruff check .

@@ -87,8 +87,8 @@ class GaugeBench:
                 f"floor: read + write bronze      {self.floor_s:>10.1f} s",
                 f"full refresh, gauge models      {self.full_refresh_s:>10.1f} s  "
                 f"= {self.full_vs_floor:.2f}x floor (target <= 3x), {per_s:,.0f} timer events/s",
-                f"incremental run, +{self.small_lines:<5} lines "
-                f"{self.small_incremental_s:>9.1f} s  "
+                f"{f'incremental run, +{self.small_lines} lines':<32}"
+                f"{self.small_incremental_s:>10.1f} s  "
                 "(per-run cost: 7 models' planning, dbt-spark statements, JIT compiling)",
                 f"incremental run after +1 %      {self.incremental_s:>10.1f} s  "
                 f"= {self.incremental_vs_full:.1%} of full; beyond the per-run cost "

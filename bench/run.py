@@ -8,6 +8,11 @@ Stages, each timed on the same generated events (default 5 million, ``--events``
 * dbt build: a full ``dbt build --full-refresh``;
 * floor: a bare Spark read of the same bronze rows, written straight back out as parquet.
 
+* gauges: the gauge models' full refresh against their floor, and an incremental run after 1 %
+  more events (bench/gauges.py; issue 3: <= 3x the floor, <= 15 % of the full refresh);
+* valve: the StatusWatermarkValve core through Spark against a plain loop, and 4 vs 10,000
+  channels (bench/valve.py; issue 4: >= 0.5 of the loop, >= 250,000 events/s per core, <= 2x).
+
 The pipeline's cost is printed as a ratio to the floor. Targets (issue 2): ingest at least
 300,000 events/s with peak memory under 2 GB. Figures vary with the machine; run on an idle one.
 """
@@ -74,6 +79,7 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=5_000_000)
     parser.add_argument("--scenario", default="backpressure")
     parser.add_argument("--work", type=Path, default=ROOT / "bench-data")
+    parser.add_argument("--valve-events", type=int, default=1_000_000)
     args = parser.parse_args()
 
     shutil.rmtree(args.work, ignore_errors=True)
@@ -136,13 +142,28 @@ def main() -> int:
     )
     figures.append(("dbt build / floor", f"{(took - startup) / floor:.1f}x (beyond start-up)"))
 
-    for module, function in (("bench.gauges", "bench_gauges"), ("bench.valve", "bench_valve")):
-        try:
-            extra = getattr(__import__(module, fromlist=[function]), function)
-        except (ImportError, AttributeError):
-            continue
-        for name, value in extra(lake=lake, events=events, env=env).items():
-            figures.append((name, str(value)))
+    # Issue 3: the gauge models on the same events, full refresh against their own floor, then
+    # an incremental run after 1 % more (bench/gauges.py).
+    from bench.gauges import bench_gauges
+
+    gauges = bench_gauges(args.work / "gauges" / "lake", data)
+    for line in gauges.report().splitlines():
+        name, _, value = line.partition("  ")
+        figures.append((f"gauges: {name.strip()}", value.strip()))
+
+    # Issue 4: the valve core in a plain loop and through Spark, and its channel scaling
+    # (bench/valve.py), on its own synthetic events.
+    from bench.valve import bench_valve
+    from tidemark.lake import Lake
+    from tidemark.spark.session import spark_session
+
+    spark = spark_session(Lake.from_env(args.work / "valve" / "lake"))
+    try:
+        for name, value in bench_valve(spark, args.valve_events).items():
+            shown = f"{value:,}" if isinstance(value, int) else str(value)
+            figures.append((f"valve: {name}", shown))
+    finally:
+        spark.stop()
 
     figures.print_all(f"tidemark bench: {events:,} events, {args.scenario}, {os.cpu_count()} cores")
     return 0

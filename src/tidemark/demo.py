@@ -15,9 +15,17 @@ SHOWCASE = {
         "max_backpressured_ms, max_busy_ms from tidemark.fct_vertex_seconds "
         "where backpressure_level = 'high' order by second_start_ms, vertex_id limit 8"
     ),
-    "fct_bottlenecks": "select * from tidemark.fct_bottlenecks limit 5",
-    "fct_valve_emissions": (
-        "select * from tidemark.fct_valve_emissions where kind = 'status' order by ts_ms limit 8"
+    "fct_bottlenecks": (
+        "select b.backpressured_vertex_id, b.bottleneck_vertex_id, b.bottleneck_subtask_index, "
+        "i.incident_start_ms, i.duration_s, i.peak_backpressure_ratio, b.confidence "
+        "from tidemark.fct_bottlenecks b join tidemark.fct_backpressure_incidents i "
+        "on b.job_id = i.job_id and b.backpressured_vertex_id = i.vertex_id "
+        "and b.incident_start_ms = i.incident_start_ms order by i.incident_start_ms limit 8"
+    ),
+    "fct_watermark_seconds": (
+        "select vertex_id, subtask_index, max(watermark_lag_ms) as max_lag_ms, "
+        "avg(watermark_lag_ms) as avg_lag_ms, sum(cast(is_stalled as int)) as stalled_s "
+        "from tidemark.fct_watermark_seconds group by all order by vertex_id, subtask_index"
     ),
 }
 

@@ -3,8 +3,6 @@
 A full `dbt build` (models, data tests and unit tests) costs a minute or two on two cores, so the
 end-to-end tests that only read the marts share this lake instead of building their own. Tests
 that change what they read (incremental runs, bad input, the server) keep lakes of their own.
-Under pytest-xdist each worker builds its own; its readers are marked `xdist_group("demo")`, and
-`make test` runs `--dist loadgroup`, so one worker builds it.
 """
 
 from __future__ import annotations

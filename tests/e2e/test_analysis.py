@@ -7,8 +7,7 @@ import pytest
 from tests.e2e.conftest import DemoLake
 from tests.e2e.harness import sql_rows
 
-# The suite's demo lake is built once per pytest-xdist worker: keep its readers on one.
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("demo")]
+pytestmark = pytest.mark.e2e
 
 
 def test_incidents_and_bottlenecks_name_the_cause(demo_lake: DemoLake) -> None:

@@ -15,8 +15,7 @@ from tests.e2e.conftest import DemoLake
 from tests.e2e.harness import sql_rows
 from tidemark.lake import Lake
 
-# The suite's demo lake is built once per pytest-xdist worker: keep its readers on one.
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("demo")]
+pytestmark = pytest.mark.e2e
 
 EDGE_MS = 1_000
 

@@ -179,7 +179,9 @@ def test_gauge_marts_match_a_literal_timer_gauge(tmp_path: Path, window_s: int) 
     dbt(
         "build",
         "--select",
-        "int_timer_tasks_planned+",
+        "+fct_subtask_flink_gauges",
+        "--indirect-selection",
+        "cautious",  # a test that also reads an unselected model would fail
         "--exclude",
         "test_type:unit",
         "--vars",

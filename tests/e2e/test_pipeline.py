@@ -17,7 +17,6 @@ pytestmark = pytest.mark.e2e
 BRONZE = ("timer_events", "watermark_events", "vertices", "quarantine")
 
 
-@pytest.mark.xdist_group("demo")
 def test_build_freshness_docs_then_compaction_leaves_every_mart_unchanged(
     demo_lake: DemoLake,
 ) -> None:

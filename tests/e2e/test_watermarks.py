@@ -8,9 +8,11 @@
   duplicate deliveries, shuffled files), `dbt build` after each, give exactly the watermark marts
   of one `dbt build --full-refresh` over all the files on a fresh lake.
 
-Every dbt build costs 30-60 s on two cores, so the random examples are few
-(TIDEMARK_WATERMARK_EXAMPLES, default 2). Builds select the watermark models and what they need
-(`+int_valve_states_checkpointed`) and leave out the unit tests, which do not depend on the data.
+Every dbt run costs 30-60 s on two cores, so `make test` runs one example (in order, late events,
+default semantics) and `make test-deep` four (TIDEMARK_WATERMARK_EXAMPLES; odd ones batch at
+random with the later semantics). Builds select the watermark models and what they need
+(`+int_valve_states_checkpointed`); the last incremental one runs their data tests, never the
+unit tests, which do not depend on the data and run on the demo lake.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ MARTS = (
     "fct_watermark_seconds",
     "fct_vertex_watermark_seconds",
 )
-EXAMPLES = int(os.environ.get("TIDEMARK_WATERMARK_EXAMPLES", "2"))
+BATCHES = 3
+EXAMPLES = int(os.environ.get("TIDEMARK_WATERMARK_EXAMPLES", "1"))
 # 2024-01-01T00:59:30Z: the hand-built streams cross an hour, so the marts' partitions split.
 BASE_MS = 1_704_070_770_000
 
@@ -95,7 +98,6 @@ def idle_source(demo_lake: DemoLake) -> dict:
     }
 
 
-@pytest.mark.xdist_group("demo")
 def test_idle_source_valves_go_idle_only_when_all_their_channels_are_idle(idle_source) -> None:
     """S1(a)/S3: IDLE only when the last active channel goes idle; ACTIVE only when one is back."""
     channel_idle: dict[tuple, dict[int, bool]] = defaultdict(dict)
@@ -125,7 +127,6 @@ def test_idle_source_valves_go_idle_only_when_all_their_channels_are_idle(idle_s
     assert all(r["kind"] == "watermark" for r in idle_source["emissions"])
 
 
-@pytest.mark.xdist_group("demo")
 def test_idle_source_emitted_watermarks_never_decrease(idle_source) -> None:
     """E3 per valve, C4 per task clock, and per second."""
     last: dict[tuple, int] = {}
@@ -146,7 +147,6 @@ def test_idle_source_emitted_watermarks_never_decrease(idle_source) -> None:
                 seen[task_key(row)] = row["watermark_ms"]
 
 
-@pytest.mark.xdist_group("demo")
 def test_idle_source_sinks_receive_what_the_map_valves_emit(idle_source) -> None:
     """The generator forwards each map subtask's valve output to every sink: same watermarks."""
     vertices = {v["role"]: v["vertex_id"] for v in idle_source["manifest"]["vertices"]}
@@ -166,7 +166,6 @@ def test_idle_source_sinks_receive_what_the_map_valves_emit(idle_source) -> None
         assert len(values) > 0.9 * len(emitted[channel])
 
 
-@pytest.mark.xdist_group("demo")
 def test_idle_source_seconds_and_vertex_figures(idle_source) -> None:
     """Every task second is there; the map vertex follows its subtasks that are not idle."""
     seconds = idle_source["seconds"]
@@ -212,7 +211,7 @@ def test_bad_input_reaching_the_udtf_fails_the_build_naming_task_and_seq(tmp_pat
     import pyarrow as pa
 
     write_deltalake(str(path), pa.Table.from_pylist([bad], schema=table.schema), mode="append")
-    result = dbt("build", *SELECT, lake=lake)
+    result = dbt("run", *SELECT, lake=lake)
     assert result.returncode != 0
     message = (
         "tidemark_valve: task job_id='job' vertex_id='map' subtask_index=0 attempt=0 "
@@ -318,7 +317,7 @@ def test_incremental_builds_equal_a_full_refresh(example: int, tmp_path: Path) -
     incremental = Lake.from_env(tmp_path / "incremental" / "lake")
     files: list[Path] = []
     runs: list[dict[tuple, tuple[int, int]]] = []  # per run: task -> (resumed_after_seq, seq)
-    for k, batch in enumerate(batches_of(events, rng, mode, 3)):
+    for k, batch in enumerate(batches_of(events, rng, mode, BATCHES)):
         rng.shuffle(batch)
         half = len(batch) // 2
         folder = tmp_path / f"batch-{k}"
@@ -331,7 +330,7 @@ def test_incremental_builds_equal_a_full_refresh(example: int, tmp_path: Path) -
         rng.shuffle(parts)
         files += parts
         tidemark("ingest", *map(str, parts), lake=incremental).check()
-        dbt("build", *build, lake=incremental).check()
+        dbt("build" if k == BATCHES - 1 else "run", *build, lake=incremental).check()
         runs.append(
             {
                 task_key(r): (r["resumed_after_seq"], r["seq"])
@@ -344,7 +343,7 @@ def test_incremental_builds_equal_a_full_refresh(example: int, tmp_path: Path) -
 
     full = Lake.from_env(tmp_path / "full" / "lake")
     tidemark("ingest", *map(str, files), lake=full).check()
-    dbt("build", "--full-refresh", *build, lake=full).check()
+    dbt("run", "--full-refresh", *build, lake=full).check()
 
     if mode == "in_order":
         # The paths this example is for: tasks resumed from their last run's end (new events
@@ -383,13 +382,13 @@ def test_changing_valve_semantics_recomputes_every_task(tmp_path: Path) -> None:
 
     switched = Lake.from_env(tmp_path / "switched" / "lake")
     tidemark("ingest", str(path), lake=switched).check()
-    dbt("build", *SELECT, *old, lake=switched).check()
+    dbt("run", *SELECT, *old, lake=switched).check()
     before = read_table(switched, "tidemark", "fct_valve_emissions")
-    dbt("build", *SELECT, *new, lake=switched).check()
+    dbt("run", *SELECT, *new, lake=switched).check()
 
     full = Lake.from_env(tmp_path / "full" / "lake")
     tidemark("ingest", str(path), lake=full).check()
-    dbt("build", "--full-refresh", *SELECT, *new, lake=full).check()
+    dbt("run", "--full-refresh", *SELECT, *new, lake=full).check()
 
     want = read_table(full, "tidemark", "fct_valve_emissions")
     assert canonical(before) != canonical(want), "the streams do not tell the semantics apart"
