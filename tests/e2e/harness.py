@@ -67,6 +67,17 @@ def dbt(*args: str, lake: Lake, **extra: str) -> Result:
     return run([str(BIN / "dbt"), *args], lake, **extra)
 
 
+def warehouse_rows(lake: Lake, schema: str, name: str) -> list[dict]:
+    """A warehouse table's rows, read from its parquet files (hive partition columns included),
+    without starting Spark; no rows when the table was never built."""
+    import pyarrow.dataset as ds
+
+    path = lake.warehouse / f"{schema}.db" / name
+    if not path.exists():
+        return []
+    return ds.dataset(path, format="parquet", partitioning="hive").to_table().to_pylist()
+
+
 def sql_rows(query: str, lake: Lake) -> list[dict]:
     """Rows of a query through ``tidemark sql --format jsonl``."""
     import json

@@ -16,10 +16,9 @@ import random
 from collections import defaultdict
 from pathlib import Path
 
-import pyarrow.dataset as ds
 import pytest
 
-from tests.e2e.harness import dbt, tidemark
+from tests.e2e.harness import dbt, tidemark, warehouse_rows
 from tests.events import timer, vertex, watermark, write_jsonl
 from tidemark.lake import Lake
 
@@ -150,11 +149,6 @@ def random_task(rng: random.Random, key: dict, start_ms: int) -> list[dict]:
     return events
 
 
-def table_rows(lake: Lake, name: str) -> list[dict]:
-    path = lake.warehouse / "tidemark.db" / name
-    return ds.dataset(path, format="parquet", partitioning="hive").to_table().to_pylist()
-
-
 @pytest.mark.parametrize("window_s", [60, 5])
 def test_gauge_marts_match_a_literal_timer_gauge(tmp_path: Path, window_s: int) -> None:
     rng = random.Random(20240101 + window_s)
@@ -190,11 +184,11 @@ def test_gauge_marts_match_a_literal_timer_gauge(tmp_path: Path, window_s: int) 
     ).check()
 
     got_seconds = defaultdict(dict)
-    for row in table_rows(lake, "fct_subtask_seconds"):
+    for row in warehouse_rows(lake, "tidemark", "fct_subtask_seconds"):
         key = (row["job_id"], row["vertex_id"], row["subtask_index"], row["attempt"])
         got_seconds[key][row["second_start_ms"]] = row
     got_rounds = defaultdict(dict)
-    for row in table_rows(lake, "fct_subtask_flink_gauges"):
+    for row in warehouse_rows(lake, "tidemark", "fct_subtask_flink_gauges"):
         key = (row["job_id"], row["vertex_id"], row["subtask_index"], row["attempt"])
         got_rounds[key][row["update_ms"]] = row
 

@@ -23,11 +23,10 @@ import random
 from collections import defaultdict
 from pathlib import Path
 
-import pyarrow.dataset as ds
 import pytest
 
 from tests.e2e.conftest import DemoLake
-from tests.e2e.harness import dbt, tidemark
+from tests.e2e.harness import dbt, tidemark, warehouse_rows
 from tests.events import status, watermark, write_jsonl
 from tests.unit.test_valve import REALIGN_VECTOR, SKIPPED_FLUSH_VECTOR, random_stream
 from tidemark.lake import Lake
@@ -45,14 +44,6 @@ BATCHES = 3
 EXAMPLES = int(os.environ.get("TIDEMARK_WATERMARK_EXAMPLES", "1"))
 # 2024-01-01T00:59:30Z: the hand-built streams cross an hour, so the marts' partitions split.
 BASE_MS = 1_704_070_770_000
-
-
-def read_table(lake: Lake, schema: str, name: str) -> list[dict]:
-    """A warehouse table's rows, read from its parquet files (hive partition columns included)."""
-    path = lake.warehouse / f"{schema}.db" / name
-    if not path.exists():
-        return []
-    return ds.dataset(path, format="parquet", partitioning="hive").to_table().to_pylist()
 
 
 def canonical(rows: list[dict]) -> list[tuple]:
@@ -81,7 +72,8 @@ def idle_source(demo_lake: DemoLake) -> dict:
     lake = demo_lake.lake
 
     def rows(name: str) -> list[dict]:
-        return [r for r in read_table(lake, "tidemark", name) if r["job_id"] == manifest["job_id"]]
+        rows = warehouse_rows(lake, "tidemark", name)
+        return [r for r in rows if r["job_id"] == manifest["job_id"]]
 
     return {
         "lake": lake,
@@ -334,7 +326,7 @@ def test_incremental_builds_equal_a_full_refresh(example: int, tmp_path: Path) -
         runs.append(
             {
                 task_key(r): (r["resumed_after_seq"], r["seq"])
-                for r in read_table(
+                for r in warehouse_rows(
                     incremental, "tidemark_intermediate", "int_valve_outputs_computed"
                 )
                 if r["row_kind"] == "state"
@@ -358,8 +350,8 @@ def test_incremental_builds_equal_a_full_refresh(example: int, tmp_path: Path) -
         assert any(0 <= after < previous_end for after, previous_end in resumes), resumes
 
     for name in MARTS:
-        want = read_table(full, "tidemark", name)
-        got = read_table(incremental, "tidemark", name)
+        want = warehouse_rows(full, "tidemark", name)
+        got = warehouse_rows(incremental, "tidemark", name)
         assert len(want) > 100, f"{name}: the full refresh is nearly empty"
         assert canonical(got) == canonical(want), f"tidemark.{name} differs from a full refresh"
 
@@ -383,15 +375,16 @@ def test_changing_valve_semantics_recomputes_every_task(tmp_path: Path) -> None:
     switched = Lake.from_env(tmp_path / "switched" / "lake")
     tidemark("ingest", str(path), lake=switched).check()
     dbt("run", *SELECT, *old, lake=switched).check()
-    before = read_table(switched, "tidemark", "fct_valve_emissions")
+    before = warehouse_rows(switched, "tidemark", "fct_valve_emissions")
     dbt("run", *SELECT, *new, lake=switched).check()
 
     full = Lake.from_env(tmp_path / "full" / "lake")
     tidemark("ingest", str(path), lake=full).check()
     dbt("run", "--full-refresh", *SELECT, *new, lake=full).check()
 
-    want = read_table(full, "tidemark", "fct_valve_emissions")
+    want = warehouse_rows(full, "tidemark", "fct_valve_emissions")
     assert canonical(before) != canonical(want), "the streams do not tell the semantics apart"
     for name in MARTS:
-        got, want = read_table(switched, "tidemark", name), read_table(full, "tidemark", name)
+        got = warehouse_rows(switched, "tidemark", name)
+        want = warehouse_rows(full, "tidemark", name)
         assert canonical(got) == canonical(want), f"tidemark.{name} differs from a full refresh"
