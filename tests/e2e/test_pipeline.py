@@ -9,7 +9,7 @@ import pytest
 from deltalake import DeltaTable
 
 from tests.e2e.conftest import DemoLake
-from tests.e2e.harness import BIN, dbt, dump_tables, run
+from tests.e2e.harness import BIN, ROOT, dbt, dump_tables, run
 from tidemark.lake import Lake
 
 pytestmark = pytest.mark.e2e
@@ -74,6 +74,8 @@ def test_dbt_parse_needs_no_spark(lake: Lake) -> None:
 
 
 def test_semantic_layer_validates_offline(lake: Lake) -> None:
-    dbt("parse", lake=lake).check()
+    # MetricFlow reads <project root>/target/semantic_manifest.json whatever DBT_TARGET_PATH
+    # says, so this parse writes where a user's would (target/ is git-ignored).
+    dbt("parse", lake=lake, DBT_TARGET_PATH=str(ROOT / "target")).check()
     result = run([str(BIN / "mf"), "validate-configs", "--skip-dw"], lake).check()
     assert "ERRORS: 0" in result.stdout, result.stdout
