@@ -75,41 +75,59 @@ spans as (
 
 ),
 
-ratios as (
+span_hours as (
 
+    -- each incident once per hour it touches, to join the marts' seconds by (job, vertex, hour)
     select
         spans.job_id,
         spans.vertex_id,
         spans.incident_start_ms,
+        spans.incident_end_ms,
+        spanned.hour_at
+    from spans
+    lateral view explode(
+        {{ tidemark_hours_spanned('spans.incident_start_ms', 'spans.incident_end_ms') }}
+    ) spanned as hour_at
+
+),
+
+ratios as (
+
+    select
+        span_hours.job_id,
+        span_hours.vertex_id,
+        span_hours.incident_start_ms,
         max(vertex_seconds.max_backpressure_ratio) as peak_backpressure_ratio,
         avg(vertex_seconds.max_backpressure_ratio) as mean_backpressure_ratio
-    from spans
+    from span_hours
     inner join vertex_seconds
         on
-            spans.job_id = vertex_seconds.job_id
-            and spans.vertex_id = vertex_seconds.vertex_id
-            and vertex_seconds.second_start_ms >= spans.incident_start_ms
-            and vertex_seconds.second_start_ms < spans.incident_end_ms
-    group by spans.job_id, spans.vertex_id, spans.incident_start_ms
+            span_hours.job_id = vertex_seconds.job_id
+            and span_hours.vertex_id = vertex_seconds.vertex_id
+            and span_hours.hour_at = vertex_seconds.hour_at
+            and vertex_seconds.second_start_ms >= span_hours.incident_start_ms
+            and vertex_seconds.second_start_ms < span_hours.incident_end_ms
+    group by span_hours.job_id, span_hours.vertex_id, span_hours.incident_start_ms
 
 ),
 
 involved as (
 
     select
-        spans.job_id,
-        spans.vertex_id,
-        spans.incident_start_ms,
+        span_hours.job_id,
+        span_hours.vertex_id,
+        span_hours.incident_start_ms,
         array_sort(collect_set(subtask_seconds.subtask_index)) as high_subtask_indexes
-    from spans
+    from span_hours
     inner join subtask_seconds
         on
-            spans.job_id = subtask_seconds.job_id
-            and spans.vertex_id = subtask_seconds.vertex_id
-            and subtask_seconds.second_start_ms >= spans.incident_start_ms
-            and subtask_seconds.second_start_ms < spans.incident_end_ms
+            span_hours.job_id = subtask_seconds.job_id
+            and span_hours.vertex_id = subtask_seconds.vertex_id
+            and span_hours.hour_at = subtask_seconds.hour_at
+            and subtask_seconds.second_start_ms >= span_hours.incident_start_ms
+            and subtask_seconds.second_start_ms < span_hours.incident_end_ms
     where subtask_seconds.backpressure_level = 'high'
-    group by spans.job_id, spans.vertex_id, spans.incident_start_ms
+    group by span_hours.job_id, span_hours.vertex_id, span_hours.incident_start_ms
 
 ),
 

@@ -44,83 +44,151 @@ edges as (
 
 ),
 
+incident_hours as (
+
+    -- each incident once per hour it touches, to join the marts' seconds by (job, hour)
+    select
+        incidents.job_id,
+        incidents.vertex_id,
+        incidents.incident_start_ms,
+        incidents.incident_end_ms,
+        spanned.hour_at
+    from incidents
+    lateral view explode(
+        {{ tidemark_hours_spanned('incidents.incident_start_ms', 'incidents.incident_end_ms') }}
+    ) spanned as hour_at
+
+),
+
 window_figures as (
 
     -- each vertex of the job over the incident's window
     select
-        incidents.job_id,
-        incidents.vertex_id as backpressured_vertex_id,
-        incidents.incident_start_ms,
+        incident_hours.job_id,
+        incident_hours.vertex_id as backpressured_vertex_id,
+        incident_hours.incident_start_ms,
         vertex_seconds.vertex_id,
         avg(vertex_seconds.max_backpressure_ratio) as mean_backpressure_ratio,
         avg(vertex_seconds.max_busy_ms) / 1000 as mean_busy_ratio,
         avg(vertex_seconds.busy_skew_pct) as mean_busy_skew_pct
-    from incidents
+    from incident_hours
     inner join vertex_seconds
         on
-            incidents.job_id = vertex_seconds.job_id
-            and vertex_seconds.second_start_ms >= incidents.incident_start_ms
-            and vertex_seconds.second_start_ms < incidents.incident_end_ms
+            incident_hours.job_id = vertex_seconds.job_id
+            and incident_hours.hour_at = vertex_seconds.hour_at
+            and vertex_seconds.second_start_ms >= incident_hours.incident_start_ms
+            and vertex_seconds.second_start_ms < incident_hours.incident_end_ms
     group by
-        incidents.job_id,
-        incidents.vertex_id,
-        incidents.incident_start_ms,
+        incident_hours.job_id,
+        incident_hours.vertex_id,
+        incident_hours.incident_start_ms,
         vertex_seconds.vertex_id
 
 ),
 
-walk_1 as (
+figures_by_vertex as (
 
+    -- per incident, the back pressure ratio of each vertex of the job over its window
+    select
+        job_id,
+        backpressured_vertex_id,
+        incident_start_ms,
+        map_from_entries(collect_list(struct(vertex_id, mean_backpressure_ratio)))
+            as backpressure_ratio_by_vertex
+    from window_figures
+    group by job_id, backpressured_vertex_id, incident_start_ms
+
+),
+
+downstream as (
+
+    select
+        job_id,
+        from_vertex_id,
+        collect_list(to_vertex_id) as to_vertex_ids
+    from edges
+    where from_vertex_id is not null
+    group by job_id, from_vertex_id
+
+),
+
+graphs as (
+
+    select
+        job_id,
+        map_from_entries(collect_list(struct(from_vertex_id, to_vertex_ids)))
+            as downstream_by_vertex
+    from downstream
+    group by job_id
+
+),
+
+walks as (
+
+    -- Breadth first, one edge per step, up to `bottleneck_max_depth` edges. A path (the vertices
+    -- after the back-pressured one) goes one edge further only from a vertex that is
+    -- back-pressured itself in the window (mean ratio > 0.10) and never into a vertex it already
+    -- holds. The paths are kept as arrays: one expression, not a join per step.
     select
         incidents.job_id,
         incidents.vertex_id as backpressured_vertex_id,
         incidents.incident_start_ms,
-        edges.to_vertex_id as vertex_id,
-        1 as depth,
-        array(edges.to_vertex_id) as path_vertex_ids
+        aggregate(
+            sequence(1, {{ max_depth }}),
+            named_struct(
+                'walked', cast(array() as array<array<string>>),
+                'frontier', array(cast(array() as array<string>))
+            ),
+            (walk, step) -> named_struct(
+                'walked', concat(walk.walked, walk.frontier),
+                'frontier', flatten(transform(
+                    filter(
+                        walk.frontier,
+                        path -> size(path) = 0
+                        or coalesce(
+                            figures_by_vertex.backpressure_ratio_by_vertex[
+                                try_element_at(path, -1)
+                            ] > 0.10,
+                            false
+                        )
+                    ),
+                    path -> transform(
+                        filter(
+                            coalesce(
+                                graphs.downstream_by_vertex[
+                                    coalesce(try_element_at(path, -1), incidents.vertex_id)
+                                ],
+                                cast(array() as array<string>)
+                            ),
+                            next_vertex_id -> not array_contains(path, next_vertex_id)
+                        ),
+                        next_vertex_id -> concat(path, array(next_vertex_id))
+                    )
+                ))
+            ),
+            walk -> filter(concat(walk.walked, walk.frontier), path -> size(path) > 0)
+        ) as paths
     from incidents
-    inner join edges
+    inner join graphs on incidents.job_id = graphs.job_id
+    left join figures_by_vertex
         on
-            incidents.job_id = edges.job_id
-            and incidents.vertex_id = edges.from_vertex_id
+            incidents.job_id = figures_by_vertex.job_id
+            and incidents.vertex_id = figures_by_vertex.backpressured_vertex_id
+            and incidents.incident_start_ms = figures_by_vertex.incident_start_ms
 
 ),
-
-{% for depth in range(2, max_depth + 1) %}
-walk_{{ depth }} as (
-
-    -- through a downstream vertex that is back-pressured itself, one edge further
-    select
-        walk_{{ depth - 1 }}.job_id,
-        walk_{{ depth - 1 }}.backpressured_vertex_id,
-        walk_{{ depth - 1 }}.incident_start_ms,
-        edges.to_vertex_id as vertex_id,
-        {{ depth }} as depth,
-        concat(walk_{{ depth - 1 }}.path_vertex_ids, array(edges.to_vertex_id)) as path_vertex_ids
-    from walk_{{ depth - 1 }}
-    inner join window_figures
-        on
-            walk_{{ depth - 1 }}.job_id = window_figures.job_id
-            and walk_{{ depth - 1 }}.backpressured_vertex_id = window_figures.backpressured_vertex_id
-            and walk_{{ depth - 1 }}.incident_start_ms = window_figures.incident_start_ms
-            and walk_{{ depth - 1 }}.vertex_id = window_figures.vertex_id
-    inner join edges
-        on
-            walk_{{ depth - 1 }}.job_id = edges.job_id
-            and walk_{{ depth - 1 }}.vertex_id = edges.from_vertex_id
-    where
-        window_figures.mean_backpressure_ratio > 0.10
-        and not array_contains(walk_{{ depth - 1 }}.path_vertex_ids, edges.to_vertex_id)
-
-),
-{% endfor %}
 
 walked as (
 
-    {% for depth in range(1, max_depth + 1) -%}
-    select * from walk_{{ depth }}
-    {% if not loop.last %}union all{% endif %}
-    {% endfor %}
+    select
+        walks.job_id,
+        walks.backpressured_vertex_id,
+        walks.incident_start_ms,
+        element_at(walked_path.path_vertex_ids, -1) as vertex_id,
+        size(walked_path.path_vertex_ids) as depth,
+        walked_path.path_vertex_ids
+    from walks
+    lateral view explode(walks.paths) walked_path as path_vertex_ids
 
 ),
 
@@ -212,17 +280,18 @@ hottest_subtasks as (
             order by avg(subtask_seconds.busy_ms) desc, subtask_seconds.subtask_index
         ) as heat_rank
     from named
-    inner join incidents
+    inner join incident_hours
         on
-            named.job_id = incidents.job_id
-            and named.backpressured_vertex_id = incidents.vertex_id
-            and named.incident_start_ms = incidents.incident_start_ms
+            named.job_id = incident_hours.job_id
+            and named.backpressured_vertex_id = incident_hours.vertex_id
+            and named.incident_start_ms = incident_hours.incident_start_ms
     inner join subtask_seconds
         on
             named.job_id = subtask_seconds.job_id
             and named.vertex_id = subtask_seconds.vertex_id
-            and subtask_seconds.second_start_ms >= incidents.incident_start_ms
-            and subtask_seconds.second_start_ms < incidents.incident_end_ms
+            and incident_hours.hour_at = subtask_seconds.hour_at
+            and subtask_seconds.second_start_ms >= incident_hours.incident_start_ms
+            and subtask_seconds.second_start_ms < incident_hours.incident_end_ms
     where subtask_seconds.busy_ms is not null
     group by
         named.job_id,
