@@ -21,6 +21,26 @@
 {%- set lookback_ms = (var('gauge_replay_lookback_s', 3600) | int) * 1000 -%}
 {%- set min_long = 'cast(-9223372036854775808 as bigint)' -%}
 {%- set max_long = 'cast(9223372036854775807 as bigint)' -%}
+{%- if is_incremental_plan -%}
+    {#- The newest bronze commit the checkpoints account for, read once while compiling: as a
+        literal it reaches the bronze scans' filters, where a scalar subquery was planned again
+        in every CTE that used it. -#}
+    {%- set progress = run_query(
+        'select coalesce(max(processed_ingest_id), -1) from ' ~ tasks_checkpoint
+    ) -%}
+    {%- set processed_ingest_id = 'cast(' ~ (progress.columns[0].values()[0] | int) ~ ' as bigint)' -%}
+    {#- The checkpointed hours an anchor can be in (the seconds' partitions the plan reads): from
+        the earliest horizon of a task with new events, minus the lookback. -#}
+    {%- set search_window = run_query(
+        'select min(horizon_ms) - ' ~ lookback_ms ~ ' from ' ~ tasks_checkpoint
+        ~ ' left semi join (select job_id, vertex_id, subtask_index, attempt from '
+        ~ source('bronze', 'timer_events') ~ ' where ingest_id > ' ~ processed_ingest_id
+        ~ ' union all select job_id, vertex_id, subtask_index, attempt from '
+        ~ source('bronze', 'watermark_events') ~ ' where ingest_id > ' ~ processed_ingest_id
+        ~ ') using (job_id, vertex_id, subtask_index, attempt)'
+    ) -%}
+    {%- set search_from_ms = search_window.columns[0].values()[0] -%}
+{%- endif %}
 
 with
 
@@ -58,24 +78,17 @@ checkpointed_seconds as (
 
 ),
 
-progress as (
-
-    select coalesce(max(processed_ingest_id), -1) as processed_ingest_id
-    from checkpointed_tasks
-
-),
-
 new_events as (
 
     select bronze_timer_events.*
     from bronze_timer_events
-    where ingest_id > (select processed_ingest_id from progress)
+    where ingest_id > {{ processed_ingest_id }}
 
     union all
 
     select bronze_watermark_events.*
     from bronze_watermark_events
-    where ingest_id > (select processed_ingest_id from progress)
+    where ingest_id > {{ processed_ingest_id }}
 
 ),
 
@@ -100,7 +113,7 @@ landed as (
 
     -- The newest bronze commit this plan accounts for.
     select greatest(
-        (select processed_ingest_id from progress),
+        {{ processed_ingest_id }},
         (select max(max_new_ingest_id) from new_by_task),
         (select max(ingest_id) from vertices)
     ) as ingest_id
@@ -111,7 +124,7 @@ changed_vertices as (
 
     select job_id, vertex_id
     from vertices
-    where ingest_id > (select processed_ingest_id from progress)
+    where ingest_id > {{ processed_ingest_id }}
 
 ),
 
@@ -151,105 +164,76 @@ resumable_tasks as (
 
 ),
 
-search_window as (
-
-    -- The checkpointed hours an anchor can be in (the seconds' partitions Spark reads).
-    select {{ tidemark_hour_at('min(previous_horizon_ms) - ' ~ lookback_ms) }} as from_hour_at
-    from resumable_tasks
-
-),
-
 recent_seconds as (
 
     select *
     from checkpointed_seconds
-    where hour_at >= (select from_hour_at from search_window)
+    {% if search_from_ms is none -%}
+    where false  -- no checkpointed task has new events
+    {%- else -%}
+    where hour_at >= {{ tidemark_hour_at('cast(' ~ (search_from_ms | int) ~ ' as bigint)') }}
+    {%- endif %}
 
 ),
 
-candidate_seconds as (
+resumable_seconds as (
 
+    -- The recent checkpointed seconds of each resumable task; a candidate anchor ends before the
+    -- first new event and lies within the lookback.
     select
         recent_seconds.*,
-        resumable_tasks.min_new_seq
-    from recent_seconds
-    inner join resumable_tasks using (job_id, vertex_id, subtask_index, attempt)
-    where
         recent_seconds.end_seq < resumable_tasks.min_new_seq
         and recent_seconds.second_start_ms
-        >= resumable_tasks.previous_horizon_ms - {{ lookback_ms }}
+        >= resumable_tasks.previous_horizon_ms - {{ lookback_ms }} as is_candidate
+    from recent_seconds
+    inner join resumable_tasks using (job_id, vertex_id, subtask_index, attempt)
 
 ),
 
-pivots as (
+pivoted_seconds as (
 
-    -- The last old event before the first new one that a checkpointed second ends after. Every
-    -- event after it in seq order (new ones included) has a clock at or after the start of the
-    -- second following the anchor, so nothing before that second can change.
+    -- pivot_seq: the last old event before the first new one that a candidate second ends
+    -- after. Every event after it in seq order (new ones included) has a clock at or after the
+    -- start of the second following the anchor, so nothing before that second can change.
+    -- later_min_ts_ms: the smallest ts_ms among the seconds after this one (the old events a
+    -- replay from here reads again).
     select
-        job_id,
-        vertex_id,
-        subtask_index,
-        attempt,
-        max(end_seq) as pivot_seq
-    from candidate_seconds
-    group by job_id, vertex_id, subtask_index, attempt
+        resumable_seconds.*,
+        max(case when is_candidate then end_seq end) over (
+            partition by job_id, vertex_id, subtask_index, attempt
+        ) as pivot_seq,
+        min(min_ts_ms) over (
+            partition by job_id, vertex_id, subtask_index, attempt
+            order by second_start_ms desc
+            rows between unbounded preceding and 1 preceding
+        ) as later_min_ts_ms
+    from resumable_seconds
 
 ),
 
 anchors as (
 
+    -- The latest candidate second that ends before the pivot.
     select
-        candidate_seconds.job_id,
-        candidate_seconds.vertex_id,
-        candidate_seconds.subtask_index,
-        candidate_seconds.attempt,
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
         max_by(
             named_struct(
-                'second_start_ms', candidate_seconds.second_start_ms,
-                'end_seq', candidate_seconds.end_seq,
-                'end_clock_ms', candidate_seconds.end_clock_ms,
-                'is_idle_open', candidate_seconds.is_idle_open,
-                'is_soft_backpressured_open', candidate_seconds.is_soft_backpressured_open,
-                'is_hard_backpressured_open', candidate_seconds.is_hard_backpressured_open
+                'second_start_ms', second_start_ms,
+                'end_seq', end_seq,
+                'end_clock_ms', end_clock_ms,
+                'is_idle_open', is_idle_open,
+                'is_soft_backpressured_open', is_soft_backpressured_open,
+                'is_hard_backpressured_open', is_hard_backpressured_open,
+                'replay_min_ts_ms', later_min_ts_ms
             ),
-            candidate_seconds.second_start_ms
+            second_start_ms
         ) as anchor
-    from candidate_seconds
-    inner join pivots
-        on
-            candidate_seconds.job_id = pivots.job_id
-            and candidate_seconds.vertex_id = pivots.vertex_id
-            and candidate_seconds.subtask_index = pivots.subtask_index
-            and candidate_seconds.attempt = pivots.attempt
-            and candidate_seconds.end_seq < pivots.pivot_seq
-    group by
-        candidate_seconds.job_id,
-        candidate_seconds.vertex_id,
-        candidate_seconds.subtask_index,
-        candidate_seconds.attempt
-
-),
-
-replay_floors as (
-
-    -- The smallest ts_ms among the checkpointed events after each anchor (the old events the
-    -- replay reads again).
-    select
-        anchors.job_id,
-        anchors.vertex_id,
-        anchors.subtask_index,
-        anchors.attempt,
-        min(recent_seconds.min_ts_ms) as replay_min_ts_ms
-    from anchors
-    inner join recent_seconds
-        on
-            anchors.job_id = recent_seconds.job_id
-            and anchors.vertex_id = recent_seconds.vertex_id
-            and anchors.subtask_index = recent_seconds.subtask_index
-            and anchors.attempt = recent_seconds.attempt
-            and recent_seconds.second_start_ms > anchors.anchor.second_start_ms
-    group by anchors.job_id, anchors.vertex_id, anchors.subtask_index, anchors.attempt
+    from pivoted_seconds
+    where is_candidate and end_seq < pivot_seq
+    group by job_id, vertex_id, subtask_index, attempt
 
 ),
 
@@ -264,14 +248,14 @@ planned as (
         tasks.horizon_ms,
         tasks.max_seq,
         tasks.min_new_seq is not null or tasks.is_vertex_changed as is_changed,
-        (select processed_ingest_id from progress) as previous_processed_ingest_id,
+        {{ processed_ingest_id }} as previous_processed_ingest_id,
         case
             -- A new task: every event of it landed after the checkpoint.
             when tasks.previous_max_seq is null then {{ max_long }}
             -- Replayed from its first event: all of it.
             when anchors.anchor is null then {{ min_long }}
             -- From the anchor: no old event needed when none came after it.
-            else coalesce(replay_floors.replay_min_ts_ms, {{ max_long }})
+            else coalesce(anchors.anchor.replay_min_ts_ms, {{ max_long }})
         end as replay_min_ts_ms,
         anchors.anchor.end_seq as replay_after_seq,
         anchors.anchor.end_clock_ms as replay_clock_ms,
@@ -281,7 +265,6 @@ planned as (
         anchors.anchor.is_hard_backpressured_open as is_hard_backpressured_open_at_anchor
     from tasks
     left join anchors using (job_id, vertex_id, subtask_index, attempt)
-    left join replay_floors using (job_id, vertex_id, subtask_index, attempt)
 
 ),
 
