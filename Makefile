@@ -38,11 +38,13 @@ test: install  ## lint, then every test (unit, Spark, end-to-end with real tidem
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest
 
-test-deep: install  ## the incremental = full refresh property tests with many examples (slow)
+test-deep: install  ## property tests with many examples, and the gauge reference with window 5 too (slow)
 	TIDEMARK_PROPERTY_EXAMPLES=$${TIDEMARK_PROPERTY_EXAMPLES:-8} \
 	TIDEMARK_WATERMARK_EXAMPLES=$${TIDEMARK_WATERMARK_EXAMPLES:-4} \
+	TIDEMARK_REFERENCE_WINDOWS=60,5 \
 	$(BIN)/pytest tests/e2e/test_incremental_equals_full_refresh.py tests/e2e/test_watermarks.py \
-		-k incremental_builds_equal_a_full_refresh
+		tests/e2e/test_gauges_reference.py \
+		-k "incremental_builds_equal_a_full_refresh or literal_timer_gauge"
 
 lint: install  ## ruff check and format check only
 	$(BIN)/ruff check .
