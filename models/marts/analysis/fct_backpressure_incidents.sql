@@ -2,7 +2,10 @@
     Per vertex, the maximal periods in which Flink's back pressure tab showed the vertex `high`
     (B6/B7 on fct_vertex_seconds), bridging dips of at most `incident_grace_s` seconds. Rebuilt
     in full on every run: it reads one row per vertex and second, far fewer than the events.
+    One window pass numbers the incidents and places every second, dips included, in its
+    incident, so figures need no join back from the incidents to the seconds.
 -#}
+{%- set bridged_ms = ((var('incident_grace_s') | int) + 1) * 1000 -%}
 
 with
 
@@ -18,142 +21,112 @@ subtask_seconds as (
 
 ),
 
-high_seconds as (
+high_subtasks as (
 
     select
         job_id,
         vertex_id,
         second_start_ms,
-        lag(second_start_ms) over (
-            partition by job_id, vertex_id
-            order by second_start_ms
-        ) as previous_high_second_ms
-    from vertex_seconds
+        collect_list(subtask_index) as high_subtask_indexes
+    from subtask_seconds
     where backpressure_level = 'high'
+    group by job_id, vertex_id, second_start_ms
 
 ),
 
-flagged as (
+marked as (
 
+    -- For each second, the nearest high second before it and the nearest at or after it.
     select
-        high_seconds.*,
-        case
-            when previous_high_second_ms is null then 1
-            -- more than `incident_grace_s` seconds that are not high since the previous high one
-            when second_start_ms - previous_high_second_ms
-                > ({{ var('incident_grace_s') }} + 1) * 1000 then 1
-            else 0
-        end as is_incident_start
-    from high_seconds
+        vertex_seconds.job_id,
+        vertex_seconds.vertex_id,
+        vertex_seconds.second_start_ms,
+        vertex_seconds.max_backpressure_ratio,
+        vertex_seconds.backpressure_level = 'high' as is_high,
+        high_subtasks.high_subtask_indexes,
+        max(
+            case when vertex_seconds.backpressure_level = 'high' then vertex_seconds.second_start_ms end
+        ) over (
+            partition by vertex_seconds.job_id, vertex_seconds.vertex_id
+            order by vertex_seconds.second_start_ms
+            rows between unbounded preceding and 1 preceding
+        ) as previous_high_second_ms,
+        min(
+            case when vertex_seconds.backpressure_level = 'high' then vertex_seconds.second_start_ms end
+        ) over (
+            partition by vertex_seconds.job_id, vertex_seconds.vertex_id
+            order by vertex_seconds.second_start_ms
+            rows between current row and unbounded following
+        ) as next_high_second_ms
+    from vertex_seconds
+    left join high_subtasks
+        on
+            vertex_seconds.job_id = high_subtasks.job_id
+            and vertex_seconds.vertex_id = high_subtasks.vertex_id
+            and vertex_seconds.second_start_ms = high_subtasks.second_start_ms
 
 ),
 
 numbered as (
 
+    -- A high second starts an incident when more than `incident_grace_s` seconds that are not
+    -- high lie since the previous high one. A second that is not high belongs to the incident
+    -- of the high seconds around it when those are close enough to be one incident.
     select
-        flagged.*,
-        sum(is_incident_start) over (
+        marked.*,
+        sum(
+            case
+                when
+                    is_high
+                    and (
+                        previous_high_second_ms is null
+                        or second_start_ms - previous_high_second_ms > {{ bridged_ms }}
+                    )
+                    then 1
+                else 0
+            end
+        ) over (
             partition by job_id, vertex_id
             order by second_start_ms
             rows between unbounded preceding and current row
-        ) as incident_number
-    from flagged
+        ) as incident_number,
+        is_high or next_high_second_ms - previous_high_second_ms <= {{ bridged_ms }}
+            as is_in_incident
+    from marked
 
 ),
 
-spans as (
+incidents as (
 
     select
         job_id,
         vertex_id,
-        incident_number,
         min(second_start_ms) as incident_start_ms,
-        max(second_start_ms) + 1000 as incident_end_ms,
-        count(*) as high_seconds
+        max(case when is_high then second_start_ms end) + 1000 as incident_end_ms,
+        count_if(is_high) as high_seconds,
+        max(max_backpressure_ratio) as peak_backpressure_ratio,
+        avg(max_backpressure_ratio) as mean_backpressure_ratio,
+        array_sort(array_distinct(flatten(collect_list(high_subtask_indexes))))
+            as high_subtask_indexes
     from numbered
+    where is_in_incident
     group by job_id, vertex_id, incident_number
-
-),
-
-span_hours as (
-
-    -- each incident once per hour it touches, to join the marts' seconds by (job, vertex, hour)
-    select
-        spans.job_id,
-        spans.vertex_id,
-        spans.incident_start_ms,
-        spans.incident_end_ms,
-        spanned.hour_at
-    from spans
-    lateral view explode(
-        {{ tidemark_hours_spanned('spans.incident_start_ms', 'spans.incident_end_ms') }}
-    ) spanned as hour_at
-
-),
-
-ratios as (
-
-    select
-        span_hours.job_id,
-        span_hours.vertex_id,
-        span_hours.incident_start_ms,
-        max(vertex_seconds.max_backpressure_ratio) as peak_backpressure_ratio,
-        avg(vertex_seconds.max_backpressure_ratio) as mean_backpressure_ratio
-    from span_hours
-    inner join vertex_seconds
-        on
-            span_hours.job_id = vertex_seconds.job_id
-            and span_hours.vertex_id = vertex_seconds.vertex_id
-            and span_hours.hour_at = vertex_seconds.hour_at
-            and vertex_seconds.second_start_ms >= span_hours.incident_start_ms
-            and vertex_seconds.second_start_ms < span_hours.incident_end_ms
-    group by span_hours.job_id, span_hours.vertex_id, span_hours.incident_start_ms
-
-),
-
-involved as (
-
-    select
-        span_hours.job_id,
-        span_hours.vertex_id,
-        span_hours.incident_start_ms,
-        array_sort(collect_set(subtask_seconds.subtask_index)) as high_subtask_indexes
-    from span_hours
-    inner join subtask_seconds
-        on
-            span_hours.job_id = subtask_seconds.job_id
-            and span_hours.vertex_id = subtask_seconds.vertex_id
-            and span_hours.hour_at = subtask_seconds.hour_at
-            and subtask_seconds.second_start_ms >= span_hours.incident_start_ms
-            and subtask_seconds.second_start_ms < span_hours.incident_end_ms
-    where subtask_seconds.backpressure_level = 'high'
-    group by span_hours.job_id, span_hours.vertex_id, span_hours.incident_start_ms
 
 ),
 
 final as (
 
     select
-        spans.job_id,
-        spans.vertex_id,
-        spans.incident_start_ms,
-        spans.incident_end_ms,
-        cast((spans.incident_end_ms - spans.incident_start_ms) / 1000 as bigint) as duration_s,
-        spans.high_seconds,
-        ratios.peak_backpressure_ratio,
-        ratios.mean_backpressure_ratio,
-        coalesce(involved.high_subtask_indexes, array()) as high_subtask_indexes
-    from spans
-    inner join ratios
-        on
-            spans.job_id = ratios.job_id
-            and spans.vertex_id = ratios.vertex_id
-            and spans.incident_start_ms = ratios.incident_start_ms
-    left join involved
-        on
-            spans.job_id = involved.job_id
-            and spans.vertex_id = involved.vertex_id
-            and spans.incident_start_ms = involved.incident_start_ms
+        job_id,
+        vertex_id,
+        incident_start_ms,
+        incident_end_ms,
+        cast((incident_end_ms - incident_start_ms) / 1000 as bigint) as duration_s,
+        high_seconds,
+        peak_backpressure_ratio,
+        mean_backpressure_ratio,
+        high_subtask_indexes
+    from incidents
 
 )
 
