@@ -12,7 +12,7 @@ DEMO_SCENARIO ?= backpressure
 DEMO_DATA ?= demo-data
 BENCH_EVENTS ?= 5000000
 
-.PHONY: help install demo test test-deep lint format bench clean
+.PHONY: help install demo test test-live test-deep lint format bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -33,10 +33,13 @@ demo: install  ## generate the backpressure scenario, ingest it, dbt build, show
 	@echo "--- the lake is at $(TIDEMARK_LAKE)"
 	$(BIN)/python -m tidemark.demo
 
-test: install  ## lint, then every test (unit, Spark, end-to-end with real tidemark and dbt)
+test: install capture  ## lint, then every test (unit, Spark, end-to-end, the capture jar's self-tests)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/pytest
+	$(BIN)/pytest -m "not live"
+
+test-live: install capture  ## a real Flink job (1.20.5 and 2.2.0) with the capture attached, then ingest and dbt build
+	$(BIN)/pytest -m live tests/live
 
 test-deep: install  ## property tests with many examples, and the gauge reference with window 5 too (slow)
 	TIDEMARK_PROPERTY_EXAMPLES=$${TIDEMARK_PROPERTY_EXAMPLES:-8} \
@@ -55,6 +58,10 @@ format: install  ## apply ruff's formatting
 
 bench: install  ## benchmarks: ingest, dbt build and the Spark floor on $(BENCH_EVENTS) events
 	$(BIN)/python bench/run.py --events $(BENCH_EVENTS)
+
+.PHONY: capture
+capture:  ## build capture/build/tidemark-capture.jar (Flink metric reporter + Java agent; needs a JDK)
+	capture/build.sh
 
 clean:  ## remove the demo lake, generated data and dbt's output (keeps .venv)
 	rm -rf lake demo-data bench-data target logs

@@ -1,0 +1,223 @@
+package tidemark.capture;
+
+import java.lang.reflect.Field;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.flink.metrics.Metric;
+import org.apache.flink.metrics.MetricConfig;
+import org.apache.flink.metrics.MetricGroup;
+import org.apache.flink.metrics.reporter.MetricReporter;
+import org.apache.flink.runtime.metrics.TimerGauge;
+import org.apache.flink.util.clock.Clock;
+
+/**
+ * The metric reporter: timer start / end / update records of every task-scope TimerGauge (through a
+ * recording clock and a StartStopListener), and vertex records of every job whose JobManager it sees.
+ */
+public final class CaptureReporter implements MetricReporter {
+    private static final Map<String, String> TIMERS = new HashMap<>();
+
+    static {
+        TIMERS.put("idleTimeMsPerSecond", "idle");
+        TIMERS.put("softBackPressuredTimeMsPerSecond", "soft_backpressured");
+        TIMERS.put("hardBackPressuredTimeMsPerSecond", "hard_backpressured");
+        TIMERS.put("backPressuredTimeMsPerSecond", "backpressured"); // Flink <= 1.14: a TimerGauge
+    }
+
+    private static volatile boolean timersDisabled;
+    private static volatile boolean verticesDisabled;
+    private static Field clockField;
+
+    private volatile Capture capture;
+
+    @Override
+    public void open(MetricConfig config) {
+        try {
+            Map<String, String> options = new HashMap<>();
+            for (String name : config.stringPropertyNames()) {
+                options.put(name, config.getProperty(name));
+            }
+            capture = Capture.configure(options, "metric reporter");
+        } catch (Throwable t) {
+            Log.line("metric reporter cannot start (" + t + "): timer capture disabled");
+        }
+    }
+
+    @Override
+    public void close() {
+        Capture c = capture;
+        if (c == null) {
+            return;
+        }
+        if (Agent.active) {
+            c.flush(); // the agent still writes; the JVM's shutdown hook closes the writer
+        } else {
+            c.close();
+        }
+    }
+
+    @Override
+    public void notifyOfAddedMetric(Metric metric, String name, MetricGroup group) {
+        Capture c = capture;
+        if (c == null) {
+            return;
+        }
+        try {
+            String timer = TIMERS.get(name);
+            if (timer != null && !timersDisabled) {
+                timer(c, metric, timer, group);
+            } else if ("downtime".equals(name) && !verticesDisabled
+                    && metric.getClass().getName().endsWith(".DownTimeGauge")) {
+                vertices(c, metric);
+            }
+        } catch (Throwable t) {
+            c.error(t);
+        }
+    }
+
+    @Override
+    public void notifyOfRemovedMetric(Metric metric, String name, MetricGroup group) {}
+
+    // ------------------------------------------------------------------------------------------- timers
+
+    private static void timer(Capture c, Metric metric, String timer, MetricGroup group) {
+        Map<String, String> vars = group.getAllVariables();
+        String jobId = vars.get("<job_id>");
+        String vertexId = vars.get("<task_id>");
+        if (jobId == null || vertexId == null || vars.containsKey("<operator_id>")) {
+            return; // operator scope (2.x's per-split idleTimeMsPerSecond) or not a task
+        }
+        Object gaugeObject = metric;
+        final TimerGauge gauge;
+        try {
+            if (!(gaugeObject instanceof TimerGauge)) {
+                return; // e.g. 1.15+'s backPressuredTimeMsPerSecond, a sum of soft and hard
+            }
+            gauge = (TimerGauge) gaugeObject;
+        } catch (LinkageError e) {
+            disableTimers("org.apache.flink.runtime.metrics.TimerGauge is not as expected (" + e + ")");
+            return;
+        }
+        Field f = clockField();
+        if (f == null) {
+            return;
+        }
+        String layout = RecordingClock.checkLayout();
+        if (layout != null) {
+            disableTimers(layout);
+            return;
+        }
+        int subtask = Integer.parseInt(vars.get("<subtask_index>"));
+        String attemptText = vars.get("<task_attempt_num>");
+        int attempt = attemptText == null ? 0 : Integer.parseInt(attemptText);
+        Task task = c.task(jobId, vertexId, subtask, attempt);
+        RecordingClock clock;
+        try {
+            synchronized (gauge) {
+                Clock original = (Clock) f.get(gauge);
+                clock = new RecordingClock(original, c, task, timer, gauge);
+                f.set(gauge, clock);
+                gauge.registerListener(clock);
+            }
+        } catch (Exception | LinkageError e) {
+            disableTimers("cannot replace TimerGauge's clock (" + e + ")");
+            return;
+        }
+        UpdateProbe probe;
+        synchronized (task) {
+            probe = (UpdateProbe) task.probe;
+            if (probe == null) {
+                probe = new UpdateProbe(c);
+                task.probe = probe;
+                group.gauge(UpdateProbe.NAME, probe); // Flink's view updater calls it every round
+            }
+        }
+        probe.clocks.add(clock);
+    }
+
+    private static synchronized Field clockField() {
+        if (clockField == null && !timersDisabled) {
+            Field f = Reflect.field(TimerGauge.class, "clock");
+            if (f == null || !Clock.class.isAssignableFrom(f.getType())) {
+                disableTimers("TimerGauge has no field 'Clock clock'");
+                return null;
+            }
+            clockField = f;
+        }
+        return clockField;
+    }
+
+    private static void disableTimers(String why) {
+        if (!timersDisabled) {
+            timersDisabled = true;
+            Log.line(why + ": timer capture disabled");
+        }
+    }
+
+    // ----------------------------------------------------------------------------------------- vertices
+
+    private static void vertices(Capture c, Metric downtime) {
+        Object graph = null;
+        for (Class<?> k = downtime.getClass(); k != null && graph == null; k = k.getSuperclass()) {
+            for (Field f : k.getDeclaredFields()) {
+                if (f.getType().getName().endsWith("JobStatusProvider")) {
+                    try {
+                        f.setAccessible(true);
+                        graph = f.get(downtime);
+                    } catch (Throwable t) {
+                        // try the next field
+                    }
+                }
+            }
+        }
+        try {
+            if (graph == null) {
+                throw new NoSuchFieldException("DownTimeGauge has no JobStatusProvider field");
+            }
+            String jobId = Reflect.call(graph, "getJobID").toString();
+            List<String> lines = new ArrayList<>();
+            for (Object ejv : (Iterable<?>) Reflect.call(graph, "getVerticesTopologically")) {
+                String vertexId = Reflect.call(ejv, "getJobVertexId").toString();
+                Object name = Reflect.call(ejv, "getName");
+                int parallelism = ((Number) Reflect.call(ejv, "getParallelism")).intValue();
+                Object jobVertex = Reflect.call(ejv, "getJobVertex");
+                Object invokable = Reflect.call(jobVertex, "getInvokableClassName");
+                boolean busy = !"org.apache.flink.streaming.runtime.tasks.SourceStreamTask".equals(invokable);
+                StringBuilder b = new StringBuilder("{\"type\":\"vertex\",\"job_id\":");
+                Json.string(b, jobId);
+                b.append(",\"vertex_id\":");
+                Json.string(b, vertexId);
+                if (name != null) {
+                    b.append(",\"vertex_name\":");
+                    Json.string(b, name.toString());
+                }
+                b.append(",\"parallelism\":").append(parallelism);
+                b.append(",\"busy_time_enabled\":").append(busy);
+                b.append(",\"upstream_vertex_ids\":[");
+                boolean first = true;
+                for (Object edge : (List<?>) Reflect.call(jobVertex, "getInputs")) {
+                    Object producer = Reflect.call(Reflect.call(edge, "getSource"), "getProducer");
+                    if (!first) {
+                        b.append(',');
+                    }
+                    first = false;
+                    Json.string(b, Reflect.call(producer, "getID").toString());
+                }
+                b.append("]}");
+                if (parallelism >= 1) {
+                    lines.add(b.toString());
+                }
+            }
+            for (String line : lines) {
+                c.offer(new Event(Event.VERTEX, null, 0, 0, line, 0, 0, 0, 0, null));
+            }
+        } catch (Throwable t) {
+            if (!verticesDisabled) {
+                verticesDisabled = true;
+                Log.line("cannot read the job graph from the downtime gauge (" + t + "): vertex capture disabled");
+            }
+        }
+    }
+}
