@@ -1,0 +1,98 @@
+"""The capture's cost to a job: records/s of the live test job with and without tidemark's capture.
+
+The job is tests/live/job/LiveJob.java in its bench variant (``--bench``: no pacing, no sleeps
+in the sink, no pause, no failure), run in a local MiniCluster like the live tests run it. With
+the capture, it is attached as contract §6 says (the reporter in the configuration, the jar on
+the classpath, ``-javaagent:...=dir=DIR``). A run's figure is the records its sink saw divided
+by the time from the sink's first record to its last.
+
+Runs come in pairs, the order alternating (without/with, then with/without, ...), so that drift
+of a busy machine hits both sides alike; the result is the median of each side and their ratio
+(issue 9's target: with >= 95 % of without). The last line printed is one JSON object:
+
+    {"bench": "capture_throughput", "flink": "2.2.0", "pairs": 3, ..., "ratio": 0.98}
+
+Needs Java 17 and ``make capture`` (capture/build/tidemark-capture.jar); Flink's jars come from
+PyPI through capture/flink-jars.sh.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.live.flink_job import LiveSetupError, build_job, capture_jar, start_job  # noqa: E402
+
+TARGET_RATIO = 0.95
+
+
+def measure(version: str, work: Path, capture: bool, records: int) -> float:
+    """Records/s of one run of the bench job."""
+    run = start_job(
+        version, work, capture=capture, bench=True, extra_args=("--bench-records", str(records))
+    )
+    run.wait(timeout=600).check()
+    return float(run.result["records_per_s"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--flink", default="2.2.0", help="Flink version (default 2.2.0)")
+    parser.add_argument("--pairs", type=int, default=3, help="paired runs (default 3)")
+    parser.add_argument(
+        "--records",
+        type=int,
+        default=400_000,
+        help="records per source subtask (default 400000: about 10 s of sink time per run)",
+    )
+    args = parser.parse_args(argv)
+    try:
+        capture_jar()
+        build_job(args.flink)
+    except LiveSetupError as exc:
+        print(f"capture_throughput: error: {exc}", file=sys.stderr)
+        return 1
+    without: list[float] = []
+    with_capture: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="tidemark-capture-bench-") as folder:
+        for pair in range(args.pairs):
+            order = (False, True) if pair % 2 == 0 else (True, False)
+            for capture in order:
+                work = Path(folder) / f"pair{pair}-{'with' if capture else 'without'}"
+                rate = measure(args.flink, work, capture, args.records)
+                (with_capture if capture else without).append(rate)
+                side = "with" if capture else "without"
+                print(f"pair {pair + 1}/{args.pairs}: {side} capture {rate:,.0f} records/s")
+    median_without = statistics.median(without)
+    median_with = statistics.median(with_capture)
+    ratio = median_with / median_without
+    print(
+        f"capture throughput on Flink {args.flink}: {median_with:,.0f} records/s with the capture, "
+        f"{median_without:,.0f} without: {ratio:.3f} (target >= {TARGET_RATIO})"
+    )
+    result = {
+        "bench": "capture_throughput",
+        "flink": args.flink,
+        "pairs": args.pairs,
+        "records_per_source_subtask": args.records,
+        "without_records_per_s": [round(r) for r in without],
+        "with_records_per_s": [round(r) for r in with_capture],
+        "median_without_records_per_s": round(median_without),
+        "median_with_records_per_s": round(median_with),
+        "ratio": round(ratio, 4),
+        "target_ratio": TARGET_RATIO,
+        "meets_target": ratio >= TARGET_RATIO,
+    }
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

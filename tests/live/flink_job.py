@@ -1,0 +1,369 @@
+"""The live test job: build it per Flink version, run it in a local MiniCluster, poll its REST API.
+
+The job (tests/live/job/LiveJob.java) is compiled with ``javac`` against the jars that
+``capture/flink-jars.sh VERSION`` installs from PyPI, once per version and source content, into
+``capture/build/live-job-VERSION/``. It runs with plain ``java -cp`` and serves Flink's REST API
+on 127.0.0.1. With a capture directory, tidemark's capture is attached exactly as contract §6
+says: the jar on the classpath with ``metrics.reporter.tidemark.*`` in the configuration (the job
+sets those from ``--capture-dir``), and ``-javaagent:tidemark-capture.jar=dir=DIR`` on the
+``java`` command.
+
+While the job runs, :class:`RestPoller` reads, about every second, Flink's own figures for every
+vertex and subtask: ``idleTimeMsPerSecond``, ``backPressuredTimeMsPerSecond`` and
+``busyTimeMsPerSecond`` (the per-subtask metrics endpoint), ``currentInputWatermark`` (the
+vertex watermarks endpoint) and the subtask's current attempt (the vertex details).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE = Path(__file__).resolve().parent / "job" / "LiveJob.java"
+BUILD = ROOT / "capture" / "build"
+CAPTURE_JAR = BUILD / "tidemark-capture.jar"
+MAIN_CLASS = "tidemark.live.LiveJob"
+GAUGES = ("idleTimeMsPerSecond", "backPressuredTimeMsPerSecond", "busyTimeMsPerSecond")
+# How often Flink's MetricFetcher may refresh what REST serves (metrics.fetcher.update-interval,
+# rule V5). The live job sets it lower than Flink's default 10 s so that each REST reading pins
+# down the round it shows more tightly; the matching in the tests allows for it exactly.
+FETCHER_INTERVAL_MS = 1000
+_LOG4J = """\
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = file
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{{HH:mm:ss,SSS}} %-5p [%t] %c{{1}} - %m%n
+"""
+
+
+class LiveSetupError(Exception):
+    """Java, javac, Flink's jars or the capture jar cannot be had: the live tests cannot run."""
+
+
+def _tool(name: str) -> str:
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / name).exists():
+        return str(Path(home) / "bin" / name)
+    found = shutil.which(name)
+    if not found:
+        raise LiveSetupError(
+            f"{name} not found: the live Flink tests need a JDK 17"
+            " (apt-get install openjdk-17-jdk-headless)"
+        )
+    return found
+
+
+def flink_lib(version: str) -> Path:
+    """The folder of Flink ``version``'s jars, installed from PyPI on first use."""
+    done = subprocess.run(
+        [str(ROOT / "capture" / "flink-jars.sh"), version],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    lib = Path(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else None
+    if done.returncode != 0 or lib is None or not lib.is_dir():
+        raise LiveSetupError(
+            f"Flink {version}'s jars could not be installed by capture/flink-jars.sh: "
+            + (done.stderr.strip().splitlines() or ["no output"])[-1]
+        )
+    return lib
+
+
+def build_job(version: str) -> Path:
+    """The job's classes for ``version`` (compiled once per version and source content)."""
+    lib = flink_lib(version)
+    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
+    target = BUILD / f"live-job-{version}"
+    stamp = target / ".source-sha256"
+    if stamp.exists() and stamp.read_text() == digest:
+        return target
+    partial = BUILD / f".live-job-{version}.{os.getpid()}"
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    done = subprocess.run(
+        [_tool("javac"), "--release", "11", "-Xlint:-options", "-cp", f"{lib}/*",
+         "-d", str(partial), str(SOURCE)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise LiveSetupError(
+            f"the live job does not compile against Flink {version}:\n{done.stderr}"
+        )
+    (partial / ".source-sha256").write_text(digest)
+    shutil.rmtree(target, ignore_errors=True)
+    partial.rename(target)
+    return target
+
+
+def capture_jar() -> Path:
+    if not CAPTURE_JAR.is_file():
+        raise LiveSetupError(
+            f"{CAPTURE_JAR.relative_to(ROOT)} is missing: run `make capture` first"
+        )
+    return CAPTURE_JAR
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class JobRun:
+    """One run of the live job: its process, folders and, once finished, its result line."""
+
+    version: str
+    work: Path
+    port: int
+    capture_dir: Path | None
+    process: subprocess.Popen
+    started_s: float
+    result: dict = field(default_factory=dict)
+    returncode: int | None = None
+
+    @property
+    def log(self) -> Path:
+        return self.work / "flink.log"
+
+    @property
+    def stdout(self) -> Path:
+        return self.work / "stdout.txt"
+
+    def wait(self, timeout: float) -> JobRun:
+        try:
+            self.returncode = self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise AssertionError(
+                f"Flink {self.version}: the live job did not finish within {timeout:.0f} s "
+                f"(log: {self.log})"
+            ) from None
+        for line in self.stdout.read_text(errors="replace").splitlines():
+            if line.startswith("LIVEJOB_RESULT "):
+                self.result = json.loads(line.removeprefix("LIVEJOB_RESULT "))
+        return self
+
+    def check(self) -> JobRun:
+        tail = "\n".join(self.stdout.read_text(errors="replace").splitlines()[-30:])
+        assert self.returncode == 0 and self.result, (
+            f"Flink {self.version}: the live job failed (exit {self.returncode},"
+            f" log {self.log}):\n{tail}"
+        )
+        return self
+
+
+def start_job(
+    version: str,
+    work: Path,
+    *,
+    capture: bool = True,
+    bench: bool = False,
+    port: int | None = None,
+    extra_args: tuple[str, ...] = (),
+) -> JobRun:
+    """Start the job for ``version`` in the background; its folders are under ``work``.
+
+    With ``capture``, the capture writes into ``work/capture``, attached as contract §6 says.
+    """
+    java = _tool("java")
+    classes = build_job(version)
+    lib = flink_lib(version)
+    work.mkdir(parents=True, exist_ok=True)
+    port = port or free_port()
+    log4j = work / "log4j2.properties"
+    log4j.write_text(_LOG4J.format(log=work / "flink.log"))
+    classpath = [str(classes), f"{lib}/*"]
+    scratch = work / "tmp"  # Flink's RPC jar, MiniCluster folders and uploads: under `work`
+    scratch.mkdir(exist_ok=True)
+    command = [java, "-Xmx1g", f"-Djava.io.tmpdir={scratch}", f"-Dlog4j.configurationFile={log4j}"]
+    capture_dir = None
+    if capture:
+        jar = capture_jar()
+        capture_dir = work / "capture"
+        capture_dir.mkdir(exist_ok=True)
+        classpath.append(str(jar))
+        command.append(f"-javaagent:{jar}=dir={capture_dir}")
+    command += ["-cp", os.pathsep.join(classpath), MAIN_CLASS, "--rest-port", str(port)]
+    command += ["--fetcher-interval-ms", str(FETCHER_INTERVAL_MS)]
+    if capture_dir is not None:
+        command += ["--capture-dir", str(capture_dir)]
+    if bench:
+        command.append("--bench")
+    command += list(extra_args)
+    with (work / "stdout.txt").open("wb") as out:
+        process = subprocess.Popen(command, cwd=work, stdout=out, stderr=subprocess.STDOUT)
+    return JobRun(version, work, port, capture_dir, process, time.monotonic())
+
+
+# --- REST -------------------------------------------------------------------------------------
+
+
+def _get(port: int, path: str, timeout: float = 5.0):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as response:
+        return json.loads(response.read())
+
+
+def _number(value: str | None) -> float | None:
+    """A gauge value as REST serves it (String.valueOf, rule V6); NaN and absent become None."""
+    if value is None:
+        return None
+    number = float(value)
+    return None if number != number else number
+
+
+class RestPoller:
+    """Polls a running job's REST API about every ``interval_s`` in a thread of its own.
+
+    Every reading carries ``requested_ms`` (the epoch ms just before its request was sent) and
+    ``received_ms`` (just after its answer arrived): the figure it shows was fetched by Flink's
+    MetricFetcher at some moment up to ``received_ms`` (rule V5).
+    """
+
+    def __init__(self, run: JobRun, interval_s: float = 1.0) -> None:
+        self.run = run
+        self.interval_s = interval_s
+        self.job_id: str | None = None
+        self.vertices: dict[str, dict] = {}
+        self.gauges: list[dict] = []
+        self.watermarks: list[dict] = []
+        self.polls = 0
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="rest-poller", daemon=True)
+
+    def start(self) -> RestPoller:
+        self._thread.start()
+        return self
+
+    def stop(self) -> RestPoller:
+        self._stop.set()
+        self._thread.join()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.is_set() and self.run.process.poll() is None:
+            began = time.monotonic()
+            try:
+                self._poll()
+            except (urllib.error.URLError, OSError, ValueError, KeyError) as exc:
+                # Before the REST endpoint is up and while the job shuts down: not a reading.
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+            self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - began)))
+
+    def _poll(self) -> None:
+        port = self.run.port
+        if self.job_id is None:
+            jobs = _get(port, "/jobs").get("jobs", [])
+            if not jobs:
+                return
+            self.job_id = jobs[0]["id"]
+        job = _get(port, f"/jobs/{self.job_id}")
+        if job.get("state") not in ("RUNNING", "RESTARTING", "CREATED", "INITIALIZING"):
+            return
+        for vertex in job["vertices"]:
+            vid = vertex["id"]
+            self.vertices[vid] = {"name": vertex["name"], "parallelism": vertex["parallelism"]}
+            details = _get(port, f"/jobs/{self.job_id}/vertices/{vid}")
+            attempts = {
+                s["subtask"]: (s.get("attempt"), s.get("status")) for s in details["subtasks"]
+            }
+            for subtask, (attempt, status) in sorted(attempts.items()):
+                if status != "RUNNING":
+                    continue
+                requested = time.time_ns() // 1_000_000
+                metrics = _get(
+                    port,
+                    f"/jobs/{self.job_id}/vertices/{vid}/subtasks/{subtask}/metrics"
+                    f"?get={','.join(GAUGES)}",
+                )
+                received = time.time_ns() // 1_000_000
+                values = {m["id"]: m.get("value") for m in metrics}
+                if not all(name in values for name in GAUGES):
+                    continue  # the MetricFetcher has not fetched this attempt's metrics yet
+                self.gauges.append(
+                    {
+                        "vertex_id": vid,
+                        "subtask_index": subtask,
+                        "attempt": attempt,
+                        "requested_ms": requested,
+                        "received_ms": received,
+                        "idle_time_ms_per_second": _number(values["idleTimeMsPerSecond"]),
+                        "back_pressured_time_ms_per_second": _number(
+                            values["backPressuredTimeMsPerSecond"]
+                        ),
+                        "busy_time_ms_per_second": _number(values["busyTimeMsPerSecond"]),
+                    }
+                )
+            requested = time.time_ns() // 1_000_000
+            watermarks = _get(port, f"/jobs/{self.job_id}/vertices/{vid}/watermarks")
+            received = time.time_ns() // 1_000_000
+            for entry in watermarks:
+                index, _, name = entry["id"].partition(".")
+                if name != "currentInputWatermark":
+                    continue
+                attempt, status = attempts.get(int(index), (None, None))
+                self.watermarks.append(
+                    {
+                        "vertex_id": vid,
+                        "subtask_index": int(index),
+                        "attempt": attempt,
+                        "status": status,
+                        "requested_ms": requested,
+                        "received_ms": received,
+                        "current_input_watermark": int(entry["value"]),
+                    }
+                )
+        self.polls += 1
+
+    def save(self, path: Path) -> Path:
+        path.write_text(
+            json.dumps(
+                {
+                    "version": self.run.version,
+                    "job_id": self.job_id,
+                    "fetcher_interval_ms": FETCHER_INTERVAL_MS,
+                    "polls": self.polls,
+                    "vertices": self.vertices,
+                    "gauges": self.gauges,
+                    "watermarks": self.watermarks,
+                    "errors": self.errors,
+                },
+                indent=1,
+            )
+        )
+        return path
+
+
+def run_polled(
+    version: str, work: Path, *, capture: bool = True, timeout: float = 180
+) -> tuple[JobRun, dict]:
+    """Run the live job to its end while polling REST; the readings go to ``work/rest.json``."""
+    run = start_job(version, work, capture=capture)
+    poller = RestPoller(run).start()
+    try:
+        run.wait(timeout)
+    finally:
+        poller.stop()
+        poller.save(work / "rest.json")
+    run.check()
+    return run, json.loads((work / "rest.json").read_text())

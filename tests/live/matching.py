@@ -1,0 +1,157 @@
+"""Which of tidemark's rows a Flink REST reading shows: the matching rules of the live tests.
+
+A REST reading is not taken at a known moment of the job: Flink's MetricFetcher serves what it
+fetched at its last refresh (rule V5), and a gauge shows the value of its last view update round
+(V1-V4). So a reading taken between ``requested_ms`` and ``received_ms`` shows the state of some
+moment in the window ``[requested_ms - lag_ms, received_ms]``, and the tests match it like that,
+against a subtask's timeline of states built from tidemark's marts:
+
+* gauges (``fct_subtask_flink_gauges``): round k of an attempt is in effect from its
+  ``update_ms`` until the attempt's next round; the attempt's last round until the next attempt's
+  first round (the attempt ended in between). Before an attempt's first round Flink publishes
+  idle 0, back pressure 0 and busy 1000 (T7, M4): in effect from the previous attempt's last
+  round (the first attempt: from the start) until that first round; busy is NaN instead while
+  the task has not yet enabled busy time (``TaskIOMetricGroup.busyTimeEnabled`` starts false,
+  the StreamTask sets it as it starts). A reading matches if all three gauges equal one state
+  in effect in its window.
+* watermarks (``fct_task_watermarks``): a change is in effect from its ``valid_from_ms`` until
+  the attempt's next change; the attempt's last one until the next attempt's first change.
+  A reading other than Flink's "no watermark" (Long.MIN_VALUE) matches if it equals the
+  ``watermark_ms`` of a change in effect in its window.
+
+The timeline is per subtask, across its attempts: REST serves the metrics of the attempt that
+was current when the MetricFetcher fetched them, while the attempt it names in the vertex
+details comes from a cached execution graph (``web.refresh-interval``), so around a restart the
+two can differ. Which attempt each reading matched is returned, for the tests to check.
+
+A reading that matches no state is a miss, reported with the states it was compared with.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+
+# Long.MIN_VALUE: what Flink's watermark gauges show before the first watermark ("No Watermark").
+NO_WATERMARK = -(2**63)
+# Before the first view update: idle 0, back pressure 0, busy 1000 - min(0 + 0, 1000) (T7, M4),
+# or NaN (None here) in the moments before the starting task enables busy time.
+INITIAL = (0.0, 0.0, 1000.0)
+INITIAL_BUSY_DISABLED = (0.0, 0.0, None)
+
+Subtask = tuple[str, int]  # (vertex_id, subtask_index) within one job
+
+
+@dataclass(frozen=True)
+class State:
+    """One value a subtask showed, and when: from ``start_ms`` until ``end_ms`` (exclusive)."""
+
+    attempt: int
+    round_index: int  # k of the attempt's rows, -1 for Flink's value before the first round
+    start_ms: float
+    end_ms: float
+    value: object
+
+    def meets(self, low: int, high: int) -> bool:
+        return self.start_ms <= high and self.end_ms > low
+
+
+@dataclass(frozen=True)
+class Miss:
+    reading: dict
+    candidates: list[State]
+
+    def __str__(self) -> str:
+        r = self.reading
+        shown = [(s.attempt, s.round_index, s.start_ms, s.value) for s in self.candidates]
+        return (
+            f"vertex {r['vertex_id']} subtask {r['subtask_index']} (attempt {r['attempt']} by "
+            f"REST) read {r['requested_ms']}..{r['received_ms']}: {gauge_value(r)} matches "
+            f"none of (attempt, round, from, value) {shown}"
+        )
+
+
+def gauge_value(reading: dict) -> object:
+    if "current_input_watermark" in reading:
+        return reading["current_input_watermark"]
+    return (
+        reading["idle_time_ms_per_second"],
+        reading["back_pressured_time_ms_per_second"],
+        reading["busy_time_ms_per_second"],
+    )
+
+
+def _timeline(
+    by_attempt: dict[int, list[tuple[int, object]]], initial: tuple[object, ...]
+) -> list[State]:
+    """States of one subtask from its attempts' (start_ms, value) rows, sorted per attempt."""
+    states: list[State] = []
+    attempts = sorted(by_attempt)
+    for position, attempt in enumerate(attempts):
+        rows = by_attempt[attempt]
+        following = attempts[position + 1] if position + 1 < len(attempts) else None
+        after = by_attempt[following][0][0] if following is not None else math.inf
+        before = by_attempt[attempts[position - 1]][-1][0] if position else -math.inf
+        states.extend(State(attempt, -1, before, rows[0][0], value) for value in initial)
+        for k, (start, value) in enumerate(rows):
+            end = rows[k + 1][0] if k + 1 < len(rows) else after
+            states.append(State(attempt, k, start, end, value))
+    return states
+
+
+def gauge_timelines(rows: list[dict]) -> dict[Subtask, list[State]]:
+    """Per subtask, the states of Flink's three gauges over time, from fct_subtask_flink_gauges."""
+    by_subtask: dict[Subtask, dict[int, list]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        busy = row["busy_time_ms_per_second"]
+        value = (
+            float(row["idle_time_ms_per_second"]),
+            float(row["back_pressured_time_ms_per_second"]),
+            None if busy is None else float(busy),
+        )
+        by_subtask[(row["vertex_id"], row["subtask_index"])][row["attempt"]].append(
+            (row["update_ms"], value)
+        )
+    for attempts in by_subtask.values():
+        for rounds in attempts.values():
+            rounds.sort(key=lambda r: r[0])
+    return {s: _timeline(a, (INITIAL, INITIAL_BUSY_DISABLED)) for s, a in by_subtask.items()}
+
+
+def watermark_timelines(rows: list[dict]) -> dict[Subtask, list[State]]:
+    """Per subtask, its task's watermark over time, from fct_task_watermarks."""
+    by_subtask: dict[Subtask, dict[int, list]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        order = (row["valid_from_ms"], row["seq"], row["change_index"])
+        by_subtask[(row["vertex_id"], row["subtask_index"])][row["attempt"]].append(
+            (order, row["watermark_ms"])
+        )
+    timelines = {}
+    for subtask, attempts in by_subtask.items():
+        flat = {a: [(o[0], v) for o, v in sorted(changes)] for a, changes in attempts.items()}
+        timelines[subtask] = _timeline(flat, ())
+    return timelines
+
+
+def match(
+    readings: list[dict], timelines: dict[Subtask, list[State]], lag_ms: int
+) -> tuple[list[tuple[dict, State]], list[Miss]]:
+    """(reading, the state it shows) for every matched reading, and the misses.
+
+    Watermark readings of Flink's "no watermark" are left out of both.
+    """
+    matched, missed = [], []
+    for reading in readings:
+        shown = gauge_value(reading)
+        if shown == NO_WATERMARK:
+            continue
+        low, high = reading["requested_ms"] - lag_ms, reading["received_ms"]
+        states = timelines.get((reading["vertex_id"], reading["subtask_index"]), [])
+        candidates = [s for s in states if s.meets(low, high)]
+        hit = next((s for s in candidates if s.value == shown), None)
+        if hit is None:
+            missed.append(Miss(reading, candidates))
+        else:
+            matched.append((reading, hit))
+    return matched, missed

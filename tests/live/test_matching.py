@@ -1,0 +1,138 @@
+"""The live tests' matching rules on hand-made readings (fast; no Flink)."""
+
+from __future__ import annotations
+
+from tests.live.matching import (
+    INITIAL,
+    NO_WATERMARK,
+    gauge_timelines,
+    match,
+    watermark_timelines,
+)
+
+
+def _round(update_ms: int, idle: int, bp: int, busy: float | None, attempt: int = 0) -> dict:
+    return {
+        "vertex_id": "v",
+        "subtask_index": 0,
+        "attempt": attempt,
+        "update_ms": update_ms,
+        "idle_time_ms_per_second": idle,
+        "back_pressured_time_ms_per_second": bp,
+        "busy_time_ms_per_second": busy,
+    }
+
+
+def _reading(requested: int, received: int, values: tuple, attempt: int = 0) -> dict:
+    idle, bp, busy = values
+    return {
+        "vertex_id": "v",
+        "subtask_index": 0,
+        "attempt": attempt,
+        "requested_ms": requested,
+        "received_ms": received,
+        "idle_time_ms_per_second": idle,
+        "back_pressured_time_ms_per_second": bp,
+        "busy_time_ms_per_second": busy,
+    }
+
+
+# Attempt 0 publishes three rounds; attempt 1 (after a restart) two.
+TIMELINES = gauge_timelines(
+    [
+        _round(10_000, 100, 200, 700.0),
+        _round(15_003, 150, 250, 600.0),
+        _round(20_010, 0, 0, None),
+        _round(31_000, 40, 0, 960.0, attempt=1),
+        _round(36_000, 30, 0, 970.0, attempt=1),
+    ]
+)
+
+
+def _shown(reading: dict, lag_ms: int) -> tuple[int, int] | None:
+    matched, missed = match([reading], TIMELINES, lag_ms)
+    assert len(matched) + len(missed) == 1
+    return (matched[0][1].attempt, matched[0][1].round_index) if matched else None
+
+
+def test_a_reading_shows_a_round_in_effect_in_its_window() -> None:
+    # Window [14_000, 16_050]: round 0 is in effect at 14_000, round 1 from 15_003.
+    assert _shown(_reading(16_000, 16_050, (100.0, 200.0, 700.0)), 2000) == (0, 0)
+    assert _shown(_reading(16_000, 16_050, (150.0, 250.0, 600.0)), 2000) == (0, 1)
+
+
+def test_a_round_outside_the_window_is_a_miss() -> None:
+    # Round 0 ended at 15_003, before the window [15_100, 16_050] began.
+    matched, missed = match([_reading(16_000, 16_050, (100.0, 200.0, 700.0))], TIMELINES, 900)
+    assert not matched and "matches none of" in str(missed[0])
+
+
+def test_before_the_first_round_flink_publishes_zero_and_busy_1000() -> None:
+    assert _shown(_reading(9_000, 9_010, INITIAL), 2000) == (0, -1)
+    assert _shown(_reading(9_000, 9_010, (0.0, 0.0, None)), 2000) == (0, -1)
+    assert _shown(_reading(12_000, 12_010, INITIAL), 1000) is None
+
+
+def test_all_three_gauges_must_match_one_round() -> None:
+    # idle of round 0 with back pressure of round 1: no single round shows it.
+    assert _shown(_reading(16_000, 16_050, (100.0, 250.0, 700.0)), 2000) is None
+    # NaN busy (REST "NaN", None here) matches a NULL busy only.
+    assert _shown(_reading(21_000, 21_010, (0.0, 0.0, None)), 500) == (0, 2)
+    assert _shown(_reading(21_000, 21_010, (0.0, 0.0, 999.0)), 500) is None
+
+
+def test_around_a_restart_both_attempts_are_in_effect() -> None:
+    # Between attempt 0's last round and attempt 1's first, REST may show either: attempt 0's
+    # last value, or attempt 1's value before its first round.
+    assert _shown(_reading(25_000, 25_010, (0.0, 0.0, None)), 500) == (0, 2)
+    assert _shown(_reading(25_000, 25_010, INITIAL, attempt=1), 500) == (1, -1)
+    # After attempt 1's first round, attempt 0's values are over.
+    assert _shown(_reading(33_000, 33_010, (0.0, 0.0, None), attempt=1), 500) is None
+    assert _shown(_reading(33_000, 33_010, (40.0, 0.0, 960.0), attempt=1), 500) == (1, 0)
+
+
+def _change(valid_from: int, seq: int, watermark: int | None, attempt: int = 0) -> dict:
+    return {
+        "vertex_id": "v",
+        "subtask_index": 0,
+        "attempt": attempt,
+        "valid_from_ms": valid_from,
+        "seq": seq,
+        "change_index": 0,
+        "watermark_ms": watermark,
+    }
+
+
+def _watermark(requested: int, received: int, value: int) -> dict:
+    return {
+        "vertex_id": "v",
+        "subtask_index": 0,
+        "attempt": 0,
+        "requested_ms": requested,
+        "received_ms": received,
+        "current_input_watermark": value,
+    }
+
+
+def test_watermark_readings_match_changes_in_their_window() -> None:
+    timelines = watermark_timelines(
+        [
+            _change(1_000, 1, 500),
+            _change(2_000, 5, 1_500),
+            _change(3_000, 9, 2_500),
+            _change(9_000, 2, 8_000, attempt=1),
+        ]
+    )
+    readings = [
+        _watermark(2_500, 2_510, 1_500),
+        _watermark(2_500, 2_510, 500),  # in effect at 2_500 - 1_000 = 1_500
+        _watermark(2_500, 2_510, NO_WATERMARK),  # not a watermark: neither matched nor missed
+        _watermark(8_000, 8_010, 2_500),  # attempt 0's last, until attempt 1's first change
+    ]
+    matched, missed = match(readings, timelines, 1_000)
+    assert len(matched) == 3 and not missed
+    for late in (2_500, 1_000):  # reached only later; never the task's watermark
+        _, missed = match([_watermark(2_500, 2_510, late)], timelines, 1_000)
+        assert missed
+    _, missed = match([_watermark(9_500, 9_510, 2_500)], timelines, 100)
+    assert missed  # attempt 1 has its own watermark from 9_000 on
