@@ -67,6 +67,45 @@ def status(seq: object = 0, **overrides: object) -> dict:
     return _apply(base, overrides)
 
 
+def update(seq: object = 0, **overrides: object) -> dict:
+    """A captured view round of a gauge (contract §1 `timer` `update`), with its published value."""
+    return timer(seq, **{"action": "update", "published": 250, **overrides})
+
+
+def valve_output(seq: object = 0, **overrides: object) -> dict:
+    base = {
+        "type": "valve_output",
+        "job_id": "job",
+        "vertex_id": "map",
+        "subtask_index": 0,
+        "attempt": 0,
+        "seq": seq,
+        "ts_ms": 1_000 + _n(seq),
+        "input_index": 0,
+        "kind": "watermark",
+        "watermark_ms": 400 + _n(seq),
+    }
+    return _apply(base, overrides)
+
+
+def capture_gap(seq: object = 0, **overrides: object) -> dict:
+    """tidemark's extension record (docs/decisions/0006): seq..to_seq were dropped."""
+    base = {
+        "type": "capture_gap",
+        "job_id": "job",
+        "vertex_id": "map",
+        "subtask_index": 0,
+        "attempt": 0,
+        "seq": seq,
+        "ts_ms": 1_000 + _n(seq),
+        "to_seq": _n(seq) + 2,
+        "to_ts_ms": 1_002 + _n(seq),
+        "dropped": 3,
+        "reason": "queue full",
+    }
+    return _apply(base, overrides)
+
+
 def vertex(**overrides: object) -> dict:
     base = {
         "type": "vertex",

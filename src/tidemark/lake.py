@@ -11,7 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_LAKE = "./lake"
-BRONZE_TABLES = ("timer_events", "watermark_events", "vertices", "quarantine", "ingest_log")
+BRONZE_TABLES = (
+    "timer_events",
+    "watermark_events",
+    "valve_outputs",
+    "capture_gaps",
+    "vertices",
+    "quarantine",
+    "ingest_log",
+)
 
 
 @dataclass(frozen=True)

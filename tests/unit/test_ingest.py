@@ -9,7 +9,17 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from tests.events import DELETE, status, timer, vertex, watermark, write_jsonl
+from tests.events import (
+    DELETE,
+    capture_gap,
+    status,
+    timer,
+    update,
+    valve_output,
+    vertex,
+    watermark,
+    write_jsonl,
+)
 from tidemark.ingest import landing
 from tidemark.ingest.landing import IngestReport, ingest
 from tidemark.lake import Lake
@@ -60,6 +70,30 @@ BAD_LINES = [
     ("bad timer", timer(timer="busy"), "field 'timer' is 'busy': expected one of idle"),
     ("missing timer", timer(timer=DELETE), "missing field 'timer'"),
     ("bad action", timer(action="stop"), "field 'action' is 'stop': expected one of start, end"),
+    ("published on start", timer(published=3), "'published' is only allowed on action 'update'"),
+    ("published above 1000", update(published=1001), "'published' is 1001: a TimerGauge publishes"),
+    ("negative published", update(published=-1), "field 'published' is -1"),
+    ("float published", update(published=2.5), "field 'published' must be an integer"),
+    ("output without kind", valve_output(kind=DELETE), "missing field 'kind'"),
+    ("bad output kind", valve_output(kind="idle"), "field 'kind' is 'idle': expected one of"),
+    ("output without input", valve_output(input_index=DELETE), "missing field 'input_index'"),
+    ("output watermark missing", valve_output(watermark_ms=DELETE), "missing field 'watermark_ms'"),
+    (
+        "output status missing",
+        valve_output(kind="status", watermark_ms=DELETE),
+        "missing field 'status'",
+    ),
+    (
+        "bad output status",
+        valve_output(kind="status", status="Idle"),
+        "field 'status' is 'Idle': expected one of IDLE, ACTIVE",
+    ),
+    ("gap without to_seq", capture_gap(to_seq=DELETE), "missing field 'to_seq'"),
+    ("gap ends before it starts", capture_gap(5, to_seq=4), "field 'to_seq' is 4: below seq (5)"),
+    ("gap without to_ts_ms", capture_gap(to_ts_ms=DELETE), "missing field 'to_ts_ms'"),
+    ("gap drops nothing", capture_gap(dropped=0), "field 'dropped' is below 1: 0"),
+    ("gap without reason", capture_gap(reason=DELETE), "missing field 'reason'"),
+    ("gap without seq", capture_gap(seq=DELETE), "missing field 'seq'"),
     ("missing input_index", watermark(input_index=DELETE), "missing field 'input_index'"),
     ("negative input_index", watermark(input_index=-1), "field 'input_index' is negative"),
     ("negative channel", watermark(channel_index=-1), "field 'channel_index' is negative"),
@@ -122,6 +156,88 @@ def test_valid_events_land_in_their_tables_with_lineage(tmp_path: Path, lake: La
     assert graph["upstream_vertex_ids"] == ["source"] and graph["busy_time_enabled"] is True
     assert {r["line_number"] for r in timers + channel + [graph]} == {1, 2, 3, 4, 5}
     assert all(r["source_file"] == str(path) for r in timers)
+
+
+def test_capture_records_land_in_their_tables(tmp_path: Path, lake: Lake) -> None:
+    """A capture's records (decision 0006): updates with published values, valve outputs, gaps."""
+    path = write_jsonl(
+        tmp_path / "capture.jsonl",
+        [
+            timer(0),
+            update(1, published=1000),
+            update(2, published=DELETE),
+            watermark(3),
+            valve_output(4),
+            valve_output(5, kind="status", watermark_ms=DELETE, status="IDLE"),
+            capture_gap(6, to_seq=9, dropped=4, reason="write failed: No space left on device"),
+            timer(10, action="end"),
+        ],
+    )
+    report = ingest([path], lake)
+    assert (report.accepted, report.quarantined) == (8, 0)
+    assert [(r["seq"], r["action"], r["published"]) for r in rows(lake, "timer_events")] == [
+        (0, "start", None),
+        (1, "update", 1000),
+        (2, "update", None),
+        (10, "end", None),
+    ]
+    outputs = rows(lake, "valve_outputs")
+    assert [(r["seq"], r["kind"], r["watermark_ms"], r["status"]) for r in outputs] == [
+        (4, "watermark", 404, None),
+        (5, "status", None, "IDLE"),
+    ]
+    [gap] = rows(lake, "capture_gaps")
+    assert (gap["seq"], gap["to_seq"], gap["dropped"], gap["to_ts_ms"]) == (6, 9, 4, 1008)
+    assert gap["reason"] == "write failed: No space left on device" and gap["line_number"] == 7
+
+
+def test_capture_records_share_the_task_identity(tmp_path: Path, lake: Lake) -> None:
+    """One seq per task across every record type (contract §1): same seq, other type = conflict."""
+    a = write_jsonl(tmp_path / "a.jsonl", [update(1), valve_output(2), capture_gap(3)])
+    b = write_jsonl(
+        tmp_path / "b.jsonl",
+        [
+            update(1),  # duplicate
+            update(1, published=251),  # conflict: another published value
+            watermark(2),  # conflict: a valve output has seq 2
+            capture_gap(3, reason="queue full again"),  # conflict: another reason
+            valve_output(2),  # duplicate
+        ],
+    )
+    ingest([a], lake)
+    report = ingest([b], lake)
+    assert (report.accepted, report.duplicates, report.quarantined) == (0, 2, 3)
+    assert sorted(quarantine_reasons(lake)) == [2, 3, 4]
+
+
+def test_a_lake_from_before_captures_gains_the_new_tables_and_column(
+    tmp_path: Path, lake: Lake
+) -> None:
+    """Migration: an old timer_events table (no `published`) keeps its rows; updates land."""
+    from deltalake import write_deltalake
+
+    from tidemark.ingest.schema import TIMER_EVENTS
+
+    old_schema = TIMER_EVENTS.remove(TIMER_EVENTS.get_field_index("published"))
+    old = ingest([write_jsonl(tmp_path / "old.jsonl", [timer(0)])], lake)
+    assert old.accepted == 1
+    table_path = lake.bronze_table("timer_events")
+    kept = DeltaTable(str(table_path)).to_pyarrow_table().select(old_schema.names)
+    write_deltalake(str(table_path), kept.cast(old_schema), mode="overwrite", schema_mode="overwrite")
+    for name in ("valve_outputs", "capture_gaps"):
+        import shutil
+
+        shutil.rmtree(lake.bronze_table(name))
+    assert "published" not in DeltaTable(str(table_path)).schema().to_arrow().names
+    report = ingest(
+        [write_jsonl(tmp_path / "new.jsonl", [update(1), valve_output(2), capture_gap(3)])], lake
+    )
+    assert (report.accepted, report.quarantined) == (3, 0)
+    assert [(r["seq"], r["published"]) for r in rows(lake, "timer_events")] == [
+        (0, None),
+        (1, 250),
+    ]
+    assert len(rows(lake, "valve_outputs")) == 1 and len(rows(lake, "capture_gaps")) == 1
 
 
 def test_vertex_defaults(tmp_path: Path, lake: Lake) -> None:

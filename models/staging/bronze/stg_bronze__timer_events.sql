@@ -28,7 +28,9 @@ final as (
             else cast(timer as string)
         end as gauge,
         cast(action as string) as action,
-        action = 'start' as is_start,
+        -- NULL for `update` (a view round, V3), which starts or ends nothing.
+        case when action != 'update' then action = 'start' end as is_start,
+        cast(published as bigint) as published,
         cast(ingest_id as bigint) as ingest_id,
         cast(ingested_at as timestamp) as ingested_at
     from first_landed

@@ -15,6 +15,7 @@ to keep in step with them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -23,13 +24,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tidemark.ingest.validate import ACTIONS, STATUSES, TIMERS
+from tidemark.ingest.validate import ACTIONS, OUTPUT_KINDS, STATUSES, TASK_TYPES, TIMERS
 
 Task = tuple[str, str, int, int]
 
 ACCEPTED, DUPLICATE, CONFLICT, CHANNELS_CHANGED = 0, 1, 2, 3
 
-_TYPE_CODES = {"timer": 1, "watermark": 2, "watermark_status": 3}
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -52,24 +52,44 @@ def _ints(array: pa.ChunkedArray, null: int = 0) -> np.ndarray:
     return np.asarray(filled.to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
+def _nulls(array: pa.ChunkedArray) -> np.ndarray:
+    return np.asarray(array.is_null().to_numpy(zero_copy_only=False))
+
+
+def _text_hashes(array: pa.ChunkedArray) -> np.ndarray:
+    """A stable 64-bit hash of each string (0 for null); for rare free-text fields only."""
+    hashes = np.zeros(len(array), dtype=np.uint64)
+    present = np.flatnonzero(np.asarray(array.is_valid().to_numpy(zero_copy_only=False)))
+    for i, text in zip(present.tolist(), array.take(present).to_pylist(), strict=True):
+        digest = hashlib.blake2b(text.encode(), digest_size=8).digest()
+        hashes[i] = int.from_bytes(digest, "little")
+    return hashes
+
+
 def fingerprints(events: pa.Table) -> np.ndarray:
     """A 64-bit fingerprint of each task event's payload (everything but its identity).
 
-    ``events`` has the columns of the parsed schema, ``type`` telling timer from watermark rows.
+    ``events`` has the columns of the parsed schema; ``type`` tells the record types apart, so
+    the same identity as a timer and as a watermark is a conflict (one seq per task, contract §1).
     """
     n = events.num_rows
     h = np.zeros(n, dtype=np.uint64)
-    h = _mix(h, _codes(events["type"], tuple(_TYPE_CODES)))
+    h = _mix(h, _codes(events["type"], TASK_TYPES))
     h = _mix(h, _ints(events["ts_ms"]))
     h = _mix(h, _codes(events["timer"], TIMERS))
     h = _mix(h, _codes(events["action"], ACTIONS))
+    h = _mix(h, _ints(events["published"], -1))
     h = _mix(h, _ints(events["input_index"], -1))
     h = _mix(h, _ints(events["channel_index"], -1))
     h = _mix(h, _ints(events["num_channels"], -1))
     h = _mix(h, _ints(events["watermark_ms"]))
-    h = _mix(h, np.asarray(events["watermark_ms"].is_null().to_numpy(zero_copy_only=False)))
+    h = _mix(h, _nulls(events["watermark_ms"]))
     h = _mix(h, _codes(events["status"], STATUSES))
-    return h
+    h = _mix(h, _codes(events["kind"], OUTPUT_KINDS))
+    h = _mix(h, _ints(events["to_seq"], -1))
+    h = _mix(h, _ints(events["to_ts_ms"]))
+    h = _mix(h, _ints(events["dropped"], -1))
+    return _mix(h, _text_hashes(events["reason"]))
 
 
 def _dense(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
-from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake import CommitProperties, DeltaTable, Field, Transaction, write_deltalake
 
 from tidemark.ingest import files
 from tidemark.ingest.identity import ACCEPTED, DUPLICATE, IdentityIndex, Verdicts
@@ -38,7 +38,14 @@ from tidemark.lake import Lake
 log = logging.getLogger(__name__)
 
 LINES_PER_BLOCK = 200_000
-WRITE_ORDER = ("timer_events", "watermark_events", "vertices", "quarantine")
+WRITE_ORDER = (
+    "timer_events",
+    "watermark_events",
+    "valve_outputs",
+    "capture_gaps",
+    "vertices",
+    "quarantine",
+)
 _TASK_COLUMNS = list(PARSED.names)
 
 
@@ -106,14 +113,24 @@ def _ingest_lock(lake: Lake, wait: bool = True) -> Iterator[None]:
 
 
 def ensure_tables(lake: Lake) -> dict[str, DeltaTable]:
-    """Open the bronze tables, creating any that are missing (empty, with their schema)."""
+    """Open the bronze tables, creating any that are missing (empty, with their schema).
+
+    A lake made by an older tidemark gains the tables and the (nullable) columns added since,
+    e.g. ``timer_events.published``: its rows keep their values and read NULL in the new columns.
+    """
     tables = {}
     for name, schema in BRONZE_SCHEMAS.items():
         path = lake.bronze_table(name)
         if not DeltaTable.is_deltatable(str(path)):
             path.mkdir(parents=True, exist_ok=True)
             DeltaTable.create(str(path), schema=schema, name=name, mode="ignore")
-        tables[name] = DeltaTable(str(path))
+        table = DeltaTable(str(path))
+        have = set(table.schema().to_arrow().names)
+        missing = [f for f in schema if f.name not in have]
+        if missing:
+            log.info("adding column(s) %s to %s", ", ".join(f.name for f in missing), name)
+            table.alter.add_columns([Field.from_arrow(f) for f in missing])
+        tables[name] = table
     return tables
 
 
@@ -133,7 +150,12 @@ def load_index(tables: dict[str, DeltaTable], exclude_sha: str | None = None) ->
     """Rebuild the identity index from bronze (optionally without one file's own rows)."""
     index = IdentityIndex()
     shapes = {
-        "timer_events": ("timer", ["ts_ms", "timer", "action"]),
+        "timer_events": ("timer", ["ts_ms", "timer", "action", "published"]),
+        "valve_outputs": (
+            "valve_output",
+            ["ts_ms", "input_index", "kind", "watermark_ms", "status"],
+        ),
+        "capture_gaps": ("capture_gap", ["ts_ms", "to_seq", "to_ts_ms", "dropped", "reason"]),
         "watermark_events": (
             None,
             ["ts_ms", "input_index", "channel_index", "num_channels", "watermark_ms", "status"],
@@ -395,22 +417,17 @@ def _judge_block(
             "ingested_at": pa.repeat(pa.scalar(now, pa.timestamp("us", tz="UTC")), n),
         }
 
-    is_timer = np.asarray(
-        pc.equal(accepted_events["type"], "timer").to_numpy(zero_copy_only=False), dtype=bool
+    accepted_kinds = np.asarray(
+        pc.fill_null(accepted_events["type"], "").to_numpy(zero_copy_only=False)
     )
     out: dict[str, pa.Table] = {}
-    timer = accepted_events.filter(pa.array(is_timer))
-    out["timer_events"] = _build(
-        "timer_events",
-        {name: timer[name] for name in _names("timer_events") if name in timer.column_names},
-        lineage(accepted_lines[is_timer]),
-    )
-    channel = accepted_events.filter(pa.array(~is_timer))
-    columns = {n: channel[n] for n in _names("watermark_events") if n in channel.column_names}
-    columns["event_type"] = channel["type"]
-    out["watermark_events"] = _build(
-        "watermark_events", columns, lineage(accepted_lines[~is_timer])
-    )
+    for table_name, types in _TASK_TABLES.items():
+        is_kind = np.isin(accepted_kinds, types)
+        rows = accepted_events.filter(pa.array(is_kind))
+        columns = {n: rows[n] for n in _names(table_name) if n in rows.column_names}
+        if table_name == "watermark_events":
+            columns["event_type"] = rows["type"]
+        out[table_name] = _build(table_name, columns, lineage(accepted_lines[is_kind]))
     vertex_columns = {n: vertices[n] for n in _names("vertices") if n in vertices.column_names}
     vertex_columns["busy_time_enabled"] = pc.fill_null(vertices["busy_time_enabled"], True)
     vertex_columns["upstream_vertex_ids"] = pc.fill_null(
@@ -433,6 +450,15 @@ def _judge_block(
     }
     out["quarantine"] = _build("quarantine", quarantine, lineage(np.asarray(bad, dtype=np.int64)))
     return _BlockRows(out, int(keep.sum()) + len(vertex_keep), duplicates)
+
+
+# Which bronze table each task record type lands in.
+_TASK_TABLES = {
+    "timer_events": ("timer",),
+    "watermark_events": ("watermark", "watermark_status"),
+    "valve_outputs": ("valve_output",),
+    "capture_gaps": ("capture_gap",),
+}
 
 
 def _names(table: str) -> list[str]:

@@ -16,8 +16,18 @@ INT32_FIELDS = (
     "num_channels",
     "parallelism",
 )
-INT64_FIELDS = ("seq", "ts_ms", "watermark_ms")
-STRING_FIELDS = ("type", "job_id", "vertex_id", "timer", "action", "status", "vertex_name")
+INT64_FIELDS = ("seq", "ts_ms", "watermark_ms", "published", "to_seq", "to_ts_ms", "dropped")
+STRING_FIELDS = (
+    "type",
+    "job_id",
+    "vertex_id",
+    "timer",
+    "action",
+    "status",
+    "vertex_name",
+    "kind",
+    "reason",
+)
 BOOL_FIELDS = ("busy_time_enabled",)
 STRING_LIST_FIELDS = ("upstream_vertex_ids",)
 
@@ -53,6 +63,32 @@ TIMER_EVENTS = pa.schema(
     + [
         pa.field("timer", pa.string(), nullable=False),
         pa.field("action", pa.string(), nullable=False),
+        # Only on `update` records of a capture (contract §1): the value Flink published.
+        pa.field("published", pa.int64()),
+    ]
+    + LINEAGE
+)
+
+# What a StatusWatermarkValve really emitted, as captured inside Flink (contract §1).
+VALVE_OUTPUTS = pa.schema(
+    _TASK
+    + [
+        pa.field("input_index", pa.int32(), nullable=False),
+        pa.field("kind", pa.string(), nullable=False),
+        pa.field("watermark_ms", pa.int64()),
+        pa.field("status", pa.string()),
+    ]
+    + LINEAGE
+)
+
+# tidemark's extension record (docs/decisions/0006): events a capture dropped, per task.
+CAPTURE_GAPS = pa.schema(
+    _TASK
+    + [
+        pa.field("to_seq", pa.int64(), nullable=False),
+        pa.field("to_ts_ms", pa.int64(), nullable=False),
+        pa.field("dropped", pa.int64(), nullable=False),
+        pa.field("reason", pa.string(), nullable=False),
     ]
     + LINEAGE
 )
@@ -112,6 +148,8 @@ INGEST_LOG = pa.schema(
 BRONZE_SCHEMAS: dict[str, pa.Schema] = {
     "timer_events": TIMER_EVENTS,
     "watermark_events": WATERMARK_EVENTS,
+    "valve_outputs": VALVE_OUTPUTS,
+    "capture_gaps": CAPTURE_GAPS,
     "vertices": VERTICES,
     "quarantine": QUARANTINE,
     "ingest_log": INGEST_LOG,

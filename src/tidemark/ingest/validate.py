@@ -14,11 +14,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-EVENT_TYPES = ("timer", "watermark", "watermark_status", "vertex")
-TASK_TYPES = ("timer", "watermark", "watermark_status")
+EVENT_TYPES = ("timer", "watermark", "watermark_status", "valve_output", "vertex", "capture_gap")
+# Every type with the task fields. `capture_gap` is tidemark's own extension (decision 0006).
+TASK_TYPES = ("timer", "watermark", "watermark_status", "valve_output", "capture_gap")
 TIMERS = ("idle", "soft_backpressured", "hard_backpressured", "backpressured")
-ACTIONS = ("start", "end")
+ACTIONS = ("start", "end", "update")
+OUTPUT_KINDS = ("watermark", "status")
 STATUSES = ("IDLE", "ACTIVE")
+PUBLISHED_MAX = 1000  # T6/T12: a TimerGauge publishes a value in [0, 1000]
 
 Rule = tuple[np.ndarray, Callable[[int], str]]
 
@@ -50,6 +53,11 @@ def check_rows(table: pa.Table) -> list[str | None]:
     is_timer = kind == "timer"
     is_channel = (kind == "watermark") | (kind == "watermark_status")
     is_vertex = kind == "vertex"
+    is_output = kind == "valve_output"
+    is_gap = kind == "capture_gap"
+    output_kind = _np(pc.fill_null(col["kind"], ""))
+    action = _np(pc.fill_null(col["action"], ""))
+    has_published = is_timer & ~_isnull(table, "published")
 
     def value(name: str) -> Callable[[int], object]:
         return lambda i: col[name][i].as_py()
@@ -104,8 +112,20 @@ def check_rows(table: pa.Table) -> list[str | None]:
         enum("timer", is_timer, TIMERS),
         missing("action", is_timer),
         enum("action", is_timer, ACTIONS),
-        missing("input_index", is_channel),
-        negative("input_index", is_channel),
+        (
+            has_published & (action != "update"),
+            lambda i: f"field 'published' is only allowed on action 'update', not {action[i]!r}",
+        ),
+        (
+            has_published
+            & (_less(table, "published", 0) | ~_less(table, "published", PUBLISHED_MAX + 1)),
+            lambda i: (
+                f"field 'published' is {col['published'][i].as_py()}: a TimerGauge publishes "
+                f"0 to {PUBLISHED_MAX}"
+            ),
+        ),
+        missing("input_index", is_channel | is_output),
+        negative("input_index", is_channel | is_output),
         missing("channel_index", is_channel),
         negative("channel_index", is_channel),
         missing("num_channels", is_channel),
@@ -120,6 +140,23 @@ def check_rows(table: pa.Table) -> list[str | None]:
         missing("watermark_ms", is_channel & (kind == "watermark")),
         missing("status", is_channel & (kind == "watermark_status")),
         enum("status", kind == "watermark_status", STATUSES),
+        missing("kind", is_output),
+        enum("kind", is_output, OUTPUT_KINDS),
+        missing("watermark_ms", is_output & (output_kind == "watermark")),
+        missing("status", is_output & (output_kind == "status")),
+        enum("status", is_output & (output_kind == "status"), STATUSES),
+        missing("to_seq", is_gap),
+        (
+            is_gap & _np(pc.fill_null(pc.less(col["to_seq"], col["seq"]), False)),
+            lambda i: (
+                f"field 'to_seq' is {col['to_seq'][i].as_py()}: below seq "
+                f"({col['seq'][i].as_py()})"
+            ),
+        ),
+        missing("to_ts_ms", is_gap),
+        missing("dropped", is_gap),
+        negative("dropped", is_gap, floor=1),
+        missing("reason", is_gap),
         missing("parallelism", is_vertex),
         negative("parallelism", is_vertex, floor=1),
         (upstream_nulls, lambda i: "field 'upstream_vertex_ids' holds a null or empty id"),

@@ -1,0 +1,34 @@
+with
+
+source as (
+
+    select * from {{ source('bronze', 'capture_gaps') }}
+
+),
+
+first_landed as (
+
+    {{ tidemark_first_landed_events('source') }}
+
+),
+
+final as (
+
+    select
+        cast(job_id as string) as job_id,
+        cast(vertex_id as string) as vertex_id,
+        cast(subtask_index as int) as subtask_index,
+        cast(attempt as int) as attempt,
+        cast(seq as bigint) as seq,
+        cast(to_seq as bigint) as to_seq,
+        cast(ts_ms as bigint) as ts_ms,
+        cast(to_ts_ms as bigint) as to_ts_ms,
+        cast(dropped as bigint) as dropped,
+        cast(reason as string) as reason,
+        cast(ingest_id as bigint) as ingest_id,
+        cast(ingested_at as timestamp) as ingested_at
+    from first_landed
+
+)
+
+select * from final

@@ -1,0 +1,34 @@
+with
+
+source as (
+
+    select * from {{ source('bronze', 'valve_outputs') }}
+
+),
+
+first_landed as (
+
+    {{ tidemark_first_landed_events('source') }}
+
+),
+
+final as (
+
+    select
+        cast(job_id as string) as job_id,
+        cast(vertex_id as string) as vertex_id,
+        cast(subtask_index as int) as subtask_index,
+        cast(attempt as int) as attempt,
+        cast(seq as bigint) as seq,
+        cast(ts_ms as bigint) as ts_ms,
+        cast(input_index as int) as input_index,
+        cast(kind as string) as kind,
+        cast(watermark_ms as bigint) as watermark_ms,
+        cast(status as string) as status,
+        cast(ingest_id as bigint) as ingest_id,
+        cast(ingested_at as timestamp) as ingested_at
+    from first_landed
+
+)
+
+select * from final
