@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 from pathlib import Path
 
 import pytest
-from deltalake import DeltaTable
+from deltalake import DeltaTable, write_deltalake
 
 from tests.events import (
     DELETE,
@@ -22,6 +23,7 @@ from tests.events import (
 )
 from tidemark.ingest import landing
 from tidemark.ingest.landing import IngestReport, ingest
+from tidemark.ingest.schema import TIMER_EVENTS
 from tidemark.lake import Lake
 
 
@@ -214,19 +216,15 @@ def test_a_lake_from_before_captures_gains_the_new_tables_and_column(
     tmp_path: Path, lake: Lake
 ) -> None:
     """Migration: an old timer_events table (no `published`) keeps its rows; updates land."""
-    from deltalake import write_deltalake
-
-    from tidemark.ingest.schema import TIMER_EVENTS
-
     old_schema = TIMER_EVENTS.remove(TIMER_EVENTS.get_field_index("published"))
     old = ingest([write_jsonl(tmp_path / "old.jsonl", [timer(0)])], lake)
     assert old.accepted == 1
     table_path = lake.bronze_table("timer_events")
     kept = DeltaTable(str(table_path)).to_pyarrow_table().select(old_schema.names)
-    write_deltalake(str(table_path), kept.cast(old_schema), mode="overwrite", schema_mode="overwrite")
+    write_deltalake(
+        str(table_path), kept.cast(old_schema), mode="overwrite", schema_mode="overwrite"
+    )
     for name in ("valve_outputs", "capture_gaps"):
-        import shutil
-
         shutil.rmtree(lake.bronze_table(name))
     assert "published" not in DeltaTable(str(table_path)).schema().to_arrow().names
     report = ingest(
