@@ -65,11 +65,15 @@ task_events as (
         cast(seq as bigint) as seq,
         cast(ts_ms as bigint) as ts_ms,
         -- As stg_bronze__timer_events: Flink <= 1.14's `backpressured` is the soft gauge (M3).
+        -- An `update` (a view round, V3) changes no measurement: like a watermark event, it
+        -- only moves the task's clock and horizon.
         case
+            when action = 'update' then null
             when timer = 'backpressured' then 'soft_backpressured'
             else cast(timer as string)
         end as gauge,
-        action = 'start' as is_start,
+        case when action != 'update' then action = 'start' end as is_start,
+        0 as from_table,
         cast(ingest_id as bigint) as ingest_id,
         cast(line_number as bigint) as line_number
     from bronze_timer_events
@@ -86,6 +90,7 @@ task_events as (
         cast(ts_ms as bigint) as ts_ms,
         cast(null as string) as gauge,
         cast(null as boolean) as is_start,
+        1 as from_table,
         cast(ingest_id as bigint) as ingest_id,
         cast(line_number as bigint) as line_number
     from bronze_watermark_events
@@ -102,6 +107,7 @@ replayed_events as (
         task_events.ts_ms,
         task_events.gauge,
         task_events.is_start,
+        task_events.from_table,
         task_events.ingest_id,
         task_events.line_number
     from task_events
@@ -122,11 +128,11 @@ ordered as (
         -- The first landed row of an identity wins, as in staging (contract §1); timer and
         -- watermark events are separate tables there, so separate identities here.
         lag(seq) over task_in_order = seq
-        and lag(gauge is null) over task_in_order = (gauge is null) as is_later_landing
+        and lag(from_table) over task_in_order = from_table as is_later_landing
     from replayed_events
     window task_in_order as (
         partition by task_key
-        order by seq, gauge is null, ingest_id, line_number
+        order by seq, from_table, ingest_id, line_number
     )
 
 ),
@@ -149,7 +155,7 @@ final as (
             planned.replay_clock_ms,
             max(deduplicated.ts_ms) over (
                 partition by deduplicated.task_key
-                order by deduplicated.seq, deduplicated.gauge is null
+                order by deduplicated.seq, deduplicated.from_table
                 rows between unbounded preceding and current row
             )
         ) as clock_ms,

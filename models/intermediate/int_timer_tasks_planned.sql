@@ -7,7 +7,10 @@
     first event. Incremental plan: only tasks with events landed since the last checkpoint
     (ingest_id > processed_ingest_id) or whose vertex record changed; each replays from the latest
     checkpointed second whose state no new event can change (the anchor), or from its first event
-    when there is none (new task, new smallest ts_ms, changed vertex, anchor too far back).
+    when there is none (new task, new smallest ts_ms, changed vertex, anchor too far back). A
+    capture gap landed since the checkpoint counts like a new event at its first missing seq: it
+    changes which of the task's seconds are exact (fct_subtask_seconds.is_exact), so the task
+    replays from before it; a gap moves neither the task's first ts_ms, its horizon nor its max seq.
 
     New events are found in the bronze sources directly, not through staging: staging keeps the
     first landed row per identity with a window over the whole table, which no filter on ingest_id
@@ -37,6 +40,8 @@
         ~ source('bronze', 'timer_events') ~ ' where ingest_id > ' ~ processed_ingest_id
         ~ ' union all select job_id, vertex_id, subtask_index, attempt from '
         ~ source('bronze', 'watermark_events') ~ ' where ingest_id > ' ~ processed_ingest_id
+        ~ ' union all select job_id, vertex_id, subtask_index, attempt from '
+        ~ source('bronze', 'capture_gaps') ~ ' where ingest_id > ' ~ processed_ingest_id
         ~ ') using (job_id, vertex_id, subtask_index, attempt)'
     ) -%}
     {%- set search_from_ms = search_window.columns[0].values()[0] -%}
@@ -92,6 +97,22 @@ new_events as (
 
 ),
 
+new_gaps_by_task as (
+
+    -- Capture gaps (docs/decisions/0006-capture-from-flink.md) landed since the checkpoint.
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        min(seq) as min_gap_seq,
+        max(ingest_id) as max_gap_ingest_id
+    from {{ source('bronze', 'capture_gaps') }}
+    where ingest_id > {{ processed_ingest_id }}
+    group by job_id, vertex_id, subtask_index, attempt
+
+),
+
 new_by_task as (
 
     select
@@ -115,6 +136,7 @@ landed as (
     select greatest(
         {{ processed_ingest_id }},
         (select max(max_new_ingest_id) from new_by_task),
+        (select max(max_gap_ingest_id) from new_gaps_by_task),
         (select max(ingest_id) from vertices)
     ) as ingest_id
 
@@ -138,7 +160,8 @@ tasks as (
         checkpointed_tasks.first_ts_ms as previous_first_ts_ms,
         checkpointed_tasks.horizon_ms as previous_horizon_ms,
         checkpointed_tasks.max_seq as previous_max_seq,
-        new_by_task.min_new_seq,
+        -- A new gap replays the task from before its first missing seq, like a late event.
+        least(new_by_task.min_new_seq, new_gaps_by_task.min_gap_seq) as min_new_seq,
         new_by_task.min_new_ts_ms,
         least(checkpointed_tasks.first_ts_ms, new_by_task.min_new_ts_ms) as first_ts_ms,
         greatest(checkpointed_tasks.horizon_ms, new_by_task.max_new_ts_ms) as horizon_ms,
@@ -146,6 +169,7 @@ tasks as (
         changed_vertices.vertex_id is not null as is_vertex_changed
     from checkpointed_tasks
     full outer join new_by_task using (job_id, vertex_id, subtask_index, attempt)
+    left join new_gaps_by_task using (job_id, vertex_id, subtask_index, attempt)
     left join changed_vertices using (job_id, vertex_id)
 
 ),
@@ -153,14 +177,15 @@ tasks as (
 resumable_tasks as (
 
     -- Tasks that may resume from a checkpointed second: known before, same vertex record, and no
-    -- new event earlier than the task's first one (that would move its first second and round).
+    -- new event earlier than the task's first one (that would move its first second and round;
+    -- a task with only new gaps has no new event).
     select *
     from tasks
     where
         min_new_seq is not null
         and previous_max_seq is not null
         and not is_vertex_changed
-        and min_new_ts_ms >= previous_first_ts_ms
+        and coalesce(min_new_ts_ms >= previous_first_ts_ms, true)
 
 ),
 

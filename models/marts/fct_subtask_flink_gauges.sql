@@ -8,7 +8,16 @@
 {#-
     Contract §4: what Flink's own task gauges would have published at each view update round.
 
-    Rounds (V1, V4): every epoch multiple of 5000 ms from the first at or after the task's smallest
+    Captured rounds (round_source = 'captured'): a task with `update` records takes its rounds
+    from them, replayed gauge by gauge in int_timer_rounds_replayed. One view updater pass (V2,
+    V3) updates the task's gauges within moments of each other, passes at least 5 s apart, so a
+    round is a run of the task's updates in time order with less than 2.5 s between neighbours
+    (time, not seq: the capture writes an update of a gauge that was not measuring when it
+    notices it, up to one pass later, with the reading of its pass, decision 0006);
+    update_ms is the latest reading in it. Each value is the one its gauge computed at its own
+    update; published_* hold what the capture saw Flink publish (fct_gauge_conformance).
+
+    Epoch rounds (round_source = 'epoch', V1, V4): every epoch multiple of 5000 ms from the first at or after the task's smallest
     ts_ms through its horizon. A round at the same millisecond as an event happens before it. Each
     round's slot (T4, T10) is the time measured since the previous round, which is exactly the sum
     of the task's fct_subtask_seconds over the five seconds before the round (the first slot takes
@@ -17,12 +26,40 @@
     clamped to [0, 1000], k = the slots written so far, at most span / 5.
 -#}
 {%- set slots = tidemark_gauge_window_slots() | int -%}
+{%- set columns = ['job_id', 'vertex_id', 'subtask_index', 'attempt', 'update_ms',
+    'idle_time_ms_per_second', 'soft_back_pressured_time_ms_per_second',
+    'hard_back_pressured_time_ms_per_second', 'back_pressured_time_ms_per_second',
+    'busy_time_ms_per_second', 'backpressure_ratio', 'backpressure_level',
+    'accumulated_idle_time_ms', 'accumulated_back_pressured_time_ms',
+    'accumulated_busy_time_ms', 'round_source', 'is_exact',
+    'published_idle_time_ms_per_second', 'published_soft_back_pressured_time_ms_per_second',
+    'published_hard_back_pressured_time_ms_per_second', 'hour_at'] -%}
 
 with
 
 planned as (
 
     select * from {{ ref('int_timer_tasks_planned') }}
+
+),
+
+gauge_rounds as (
+
+    select * from {{ ref('int_timer_rounds_replayed') }}
+
+),
+
+gap_ranges as (
+
+    select * from {{ ref('int_capture_gaps_spanned') }}
+    where part = 'timers'
+
+),
+
+captured_tasks as (
+
+    select distinct job_id, vertex_id, subtask_index, attempt
+    from gauge_rounds
 
 ),
 
@@ -56,8 +93,14 @@ tasks as (
         first_ts_ms + pmod(-first_ts_ms, 5000) as dirty_from_update_ms
         {%- endif %}
     from planned
+    left anti join captured_tasks
+        on
+            planned.job_id = captured_tasks.job_id
+            and planned.vertex_id = captured_tasks.vertex_id
+            and planned.subtask_index = captured_tasks.subtask_index
+            and planned.attempt = captured_tasks.attempt
     {% if is_incremental() -%}
-    where is_changed
+    where planned.is_changed
     {%- endif %}
 
 ),
@@ -316,8 +359,196 @@ recomputed as (
                     ) as double
                 )
         end as accumulated_busy_time_ms,
+        'epoch' as round_source,
+        cast(null as bigint) as published_idle_time_ms_per_second,
+        cast(null as bigint) as published_soft_back_pressured_time_ms_per_second,
+        cast(null as bigint) as published_hard_back_pressured_time_ms_per_second,
+        update_ms - {{ slots * 5000 }} as window_from_ms,
         {{ tidemark_hour_at('update_ms') }} as hour_at
     from published
+
+),
+
+gauge_rounds_in_passes as (
+
+    select
+        gauge_rounds.*,
+        -- A new view updater pass: the task's first update, or 2.5 s or more after the previous.
+        sum(case when gap_ms is null or gap_ms >= 2500 then 1 else 0 end) over (
+            partition by job_id, vertex_id, subtask_index, attempt
+            order by update_ms, update_seq
+            rows between unbounded preceding and current row
+        ) as pass_no
+    from (
+        select
+            gauge_rounds.*,
+            update_ms - lag(update_ms) over (
+                partition by job_id, vertex_id, subtask_index, attempt
+                order by update_ms, update_seq
+            ) as gap_ms
+        from gauge_rounds
+    ) as gauge_rounds
+
+),
+
+captured_passes as (
+
+    select
+        gauge_rounds_in_passes.job_id,
+        gauge_rounds_in_passes.vertex_id,
+        gauge_rounds_in_passes.subtask_index,
+        gauge_rounds_in_passes.attempt,
+        gauge_rounds_in_passes.pass_no,
+        max(gauge_rounds_in_passes.update_ms) as update_ms,
+        {%- for gauge, column in [
+            ('idle', 'idle_time_ms_per_second'),
+            ('soft_backpressured', 'soft_back_pressured_time_ms_per_second'),
+            ('hard_backpressured', 'hard_back_pressured_time_ms_per_second'),
+        ] %}
+        max(case when gauge = '{{ gauge }}' then value_ms_per_second end) as {{ column }},
+        max(case when gauge = '{{ gauge }}' then published end) as published_{{ column }},
+        max(case when gauge = '{{ gauge }}' then accumulated_ms end) as accumulated_{{ gauge }}_ms,
+        {%- endfor %}
+        -- The earliest time any slot in this round's window covers (T6): is_exact looks there.
+        min(gauge_rounds_in_passes.window_from_ms) as window_from_ms
+    from (
+        select
+            *,
+            coalesce(
+                lag(update_ms, {{ slots }}) over (
+                    partition by job_id, vertex_id, subtask_index, attempt, gauge
+                    order by round_no
+                ),
+                -9223372036854775807
+            ) as window_from_ms
+        from gauge_rounds_in_passes
+    ) as gauge_rounds_in_passes
+    group by
+        gauge_rounds_in_passes.job_id,
+        gauge_rounds_in_passes.vertex_id,
+        gauge_rounds_in_passes.subtask_index,
+        gauge_rounds_in_passes.attempt,
+        gauge_rounds_in_passes.pass_no
+
+),
+
+captured as (
+
+    select
+        captured_passes.job_id,
+        captured_passes.vertex_id,
+        captured_passes.subtask_index,
+        captured_passes.attempt,
+        captured_passes.update_ms,
+        captured_passes.idle_time_ms_per_second,
+        captured_passes.soft_back_pressured_time_ms_per_second,
+        captured_passes.hard_back_pressured_time_ms_per_second,
+        -- M3: soft + hard, not clamped; a gauge the task does not have counts 0 (Flink <= 1.14).
+        coalesce(captured_passes.soft_back_pressured_time_ms_per_second, 0)
+        + coalesce(captured_passes.hard_back_pressured_time_ms_per_second, 0)
+            as back_pressured_time_ms_per_second,
+        case
+            when coalesce(planned.is_busy_time_enabled, true)
+                then 1000D - least(
+                    coalesce(captured_passes.idle_time_ms_per_second, 0)
+                    + coalesce(captured_passes.soft_back_pressured_time_ms_per_second, 0)
+                    + coalesce(captured_passes.hard_back_pressured_time_ms_per_second, 0),
+                    1000
+                )
+        end as busy_time_ms_per_second,
+        (
+            coalesce(captured_passes.soft_back_pressured_time_ms_per_second, 0)
+            + coalesce(captured_passes.hard_back_pressured_time_ms_per_second, 0)
+        ) / 1000 as backpressure_ratio,
+        {{ tidemark_backpressure_level(
+            '(coalesce(captured_passes.soft_back_pressured_time_ms_per_second, 0)'
+            ~ ' + coalesce(captured_passes.hard_back_pressured_time_ms_per_second, 0)) / 1000'
+        ) }} as backpressure_level,
+        captured_passes.accumulated_idle_ms as accumulated_idle_time_ms,
+        coalesce(captured_passes.accumulated_soft_backpressured_ms, 0)
+        + coalesce(captured_passes.accumulated_hard_backpressured_ms, 0)
+            as accumulated_back_pressured_time_ms,
+        case
+            when coalesce(planned.is_busy_time_enabled, true)
+                then cast(
+                    greatest(
+                        captured_passes.update_ms - planned.first_ts_ms
+                        - coalesce(captured_passes.accumulated_idle_ms, 0)
+                        - coalesce(captured_passes.accumulated_soft_backpressured_ms, 0)
+                        - coalesce(captured_passes.accumulated_hard_backpressured_ms, 0),
+                        0
+                    ) as double
+                )
+        end as accumulated_busy_time_ms,
+        'captured' as round_source,
+        captured_passes.published_idle_time_ms_per_second,
+        captured_passes.published_soft_back_pressured_time_ms_per_second,
+        captured_passes.published_hard_back_pressured_time_ms_per_second,
+        captured_passes.window_from_ms,
+        {{ tidemark_hour_at('captured_passes.update_ms') }} as hour_at
+    from captured_passes
+    left join planned
+        on
+            captured_passes.job_id = planned.job_id
+            and captured_passes.vertex_id = planned.vertex_id
+            and captured_passes.subtask_index = planned.subtask_index
+            and captured_passes.attempt = planned.attempt
+
+),
+
+all_rounds as (
+
+    select * from recomputed
+    union all
+    select * from captured
+
+),
+
+not_exact_rounds as (
+
+    -- Rounds whose window (T6) reaches into a range where the capture lost timer events.
+    select distinct
+        all_rounds.job_id,
+        all_rounds.vertex_id,
+        all_rounds.subtask_index,
+        all_rounds.attempt,
+        all_rounds.update_ms
+    from all_rounds
+    inner join gap_ranges
+        on
+            all_rounds.job_id = gap_ranges.job_id
+            and all_rounds.vertex_id = gap_ranges.vertex_id
+            and all_rounds.subtask_index = gap_ranges.subtask_index
+            and all_rounds.attempt = gap_ranges.attempt
+            and gap_ranges.not_exact_from_ms <= all_rounds.update_ms
+            and gap_ranges.not_exact_to_ms > all_rounds.window_from_ms
+
+),
+
+rounds_checked as (
+
+    select
+        all_rounds.*,
+        not_exact_rounds.update_ms is null as is_exact
+    from all_rounds
+    left join not_exact_rounds
+        on
+            all_rounds.job_id = not_exact_rounds.job_id
+            and all_rounds.vertex_id = not_exact_rounds.vertex_id
+            and all_rounds.subtask_index = not_exact_rounds.subtask_index
+            and all_rounds.attempt = not_exact_rounds.attempt
+            and all_rounds.update_ms = not_exact_rounds.update_ms
+
+),
+
+replaced_tasks as (
+
+    -- Captured tasks are recomputed from their first round.
+    select job_id, vertex_id, subtask_index, attempt, dirty_from_update_ms
+    from tasks
+    union all
+    select job_id, vertex_id, subtask_index, attempt, -9223372036854775807 as dirty_from_update_ms
+    from captured_tasks
 
 ),
 
@@ -326,14 +557,9 @@ recomputed as (
 final as (
 
     {{ tidemark_rows_to_write(
-        'recomputed', 'tasks', ['job_id', 'vertex_id', 'subtask_index', 'attempt'],
+        'rounds_checked', 'replaced_tasks', ['job_id', 'vertex_id', 'subtask_index', 'attempt'],
         'kept.update_ms >= replaced.dirty_from_update_ms',
-        columns=['job_id', 'vertex_id', 'subtask_index', 'attempt', 'update_ms',
-            'idle_time_ms_per_second', 'soft_back_pressured_time_ms_per_second',
-            'hard_back_pressured_time_ms_per_second', 'back_pressured_time_ms_per_second',
-            'busy_time_ms_per_second', 'backpressure_ratio', 'backpressure_level',
-            'accumulated_idle_time_ms', 'accumulated_back_pressured_time_ms',
-            'accumulated_busy_time_ms', 'hour_at'],
+        columns=columns,
     ) }}
 
 )
@@ -342,7 +568,7 @@ final as (
 
 final as (
 
-    select * from recomputed
+    select {{ columns | join(', ') }} from rounds_checked
 
 )
 

@@ -25,30 +25,77 @@ planned as (
 
 ),
 
+not_exact_ranges as (
+
+    select * from {{ ref('int_capture_gaps_spanned') }}
+    where part = 'timers'
+
+),
+
+not_exact_seconds as (
+
+    -- Replayed seconds that overlap a range where the capture lost timer events
+    -- (int_capture_gaps_spanned). A gap landed after its seconds were published makes the plan
+    -- replay the task from before the gap (int_timer_tasks_planned), so they are recomputed here.
+    select distinct
+        replayed_seconds.job_id,
+        replayed_seconds.vertex_id,
+        replayed_seconds.subtask_index,
+        replayed_seconds.attempt,
+        replayed_seconds.second_start_ms
+    from replayed_seconds
+    inner join not_exact_ranges
+        on
+            replayed_seconds.job_id = not_exact_ranges.job_id
+            and replayed_seconds.vertex_id = not_exact_ranges.vertex_id
+            and replayed_seconds.subtask_index = not_exact_ranges.subtask_index
+            and replayed_seconds.attempt = not_exact_ranges.attempt
+            and replayed_seconds.second_start_ms < not_exact_ranges.not_exact_to_ms
+            and replayed_seconds.second_start_ms + 1000 > not_exact_ranges.not_exact_from_ms
+
+),
+
 recomputed as (
 
     select
-        job_id,
-        vertex_id,
-        subtask_index,
-        attempt,
-        second_start_ms,
-        idle_ms,
-        soft_backpressured_ms,
-        hard_backpressured_ms,
+        replayed_seconds.job_id,
+        replayed_seconds.vertex_id,
+        replayed_seconds.subtask_index,
+        replayed_seconds.attempt,
+        replayed_seconds.second_start_ms,
+        replayed_seconds.idle_ms,
+        replayed_seconds.soft_backpressured_ms,
+        replayed_seconds.hard_backpressured_ms,
         -- M3: soft + hard, not clamped.
-        soft_backpressured_ms + hard_backpressured_ms as backpressured_ms,
+        replayed_seconds.soft_backpressured_ms + replayed_seconds.hard_backpressured_ms
+            as backpressured_ms,
         -- M4/M5: NaN in Flink where busy time is disabled (legacy sources): NULL here.
         case
-            when is_busy_time_enabled
-                then 1000D - least(idle_ms + soft_backpressured_ms + hard_backpressured_ms, 1000)
+            when replayed_seconds.is_busy_time_enabled
+                then 1000D - least(
+                    replayed_seconds.idle_ms
+                    + replayed_seconds.soft_backpressured_ms
+                    + replayed_seconds.hard_backpressured_ms,
+                    1000
+                )
         end as busy_ms,
-        (soft_backpressured_ms + hard_backpressured_ms) / 1000 as backpressure_ratio,
-        {{ tidemark_backpressure_level('(soft_backpressured_ms + hard_backpressured_ms) / 1000') }}
-            as backpressure_level,
-        second_start_ms + 1000 <= horizon_ms as is_complete,
-        hour_at
+        (replayed_seconds.soft_backpressured_ms + replayed_seconds.hard_backpressured_ms) / 1000
+            as backpressure_ratio,
+        {{ tidemark_backpressure_level(
+            '(replayed_seconds.soft_backpressured_ms + replayed_seconds.hard_backpressured_ms) / 1000'
+        ) }} as backpressure_level,
+        replayed_seconds.second_start_ms + 1000 <= replayed_seconds.horizon_ms as is_complete,
+        -- Not exact where a capture gap leaves a gauge's state unknown (int_capture_gaps_spanned).
+        not_exact_seconds.second_start_ms is null as is_exact,
+        replayed_seconds.hour_at
     from replayed_seconds
+    left join not_exact_seconds
+        on
+            replayed_seconds.job_id = not_exact_seconds.job_id
+            and replayed_seconds.vertex_id = not_exact_seconds.vertex_id
+            and replayed_seconds.subtask_index = not_exact_seconds.subtask_index
+            and replayed_seconds.attempt = not_exact_seconds.attempt
+            and replayed_seconds.second_start_ms = not_exact_seconds.second_start_ms
 
 ),
 
@@ -68,7 +115,7 @@ final as (
         'kept.second_start_ms >= replaced.replay_from_second_ms',
         columns=['job_id', 'vertex_id', 'subtask_index', 'attempt', 'second_start_ms', 'idle_ms',
             'soft_backpressured_ms', 'hard_backpressured_ms', 'backpressured_ms', 'busy_ms',
-            'backpressure_ratio', 'backpressure_level', 'is_complete', 'hour_at'],
+            'backpressure_ratio', 'backpressure_level', 'is_complete', 'is_exact', 'hour_at'],
     ) }}
 
 )

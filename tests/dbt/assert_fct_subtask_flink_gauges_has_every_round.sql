@@ -1,5 +1,5 @@
--- Contract §4: every task has one row per epoch multiple of 5000 ms from the first at or after
--- its smallest ts_ms through its horizon. Returns the tasks that do not.
+-- Contract §4: every task without captured rounds has one row per epoch multiple of 5000 ms from
+-- the first at or after its smallest ts_ms through its horizon. Returns the tasks that do not.
 with
 
 planned as (
@@ -8,9 +8,24 @@ planned as (
 
 ),
 
-flink_gauges as (
+all_flink_gauges as (
 
     select * from {{ ref('fct_subtask_flink_gauges') }}
+
+),
+
+flink_gauges as (
+
+    select * from all_flink_gauges
+    where round_source = 'epoch'
+
+),
+
+captured_tasks as (
+
+    select distinct job_id, vertex_id, subtask_index, attempt
+    from all_flink_gauges
+    where round_source = 'captured'
 
 ),
 
@@ -24,6 +39,7 @@ expected_rounds as (
         first_ts_ms + pmod(-first_ts_ms, 5000) as first_update_ms,
         horizon_ms - pmod(horizon_ms, 5000) as last_update_ms
     from planned
+    left anti join captured_tasks using (job_id, vertex_id, subtask_index, attempt)
 
 ),
 

@@ -1,0 +1,254 @@
+{#-
+    Where tidemark's figures are not exact because a capture lost events (docs/decisions/
+    0006-capture-from-flink.md, `capture_gap` records): per task, time ranges, merged where they
+    overlap, in two parts.
+
+    timers: from the gap's first missing event (ts_ms) until every timer gauge of the task has shown
+    its state again. The capture writes effective transitions only (T2, T3 via the listener, T14),
+    so after the last missing event a gauge keeps its state until its next captured `start` or
+    `end`, and from that event on tidemark's replay agrees with Flink again: a `start` proves the
+    gauge was closed before it (the replay, if it missed the end, still thinks it open and ignores
+    the start, T11, but is open from there on like Flink), an `end` that it was open (when it
+    opened is unknown, so the replay, which ignores that end, is wrong up to it). A gauge with no
+    `start` or `end` after the gap stays unknown up to the task's horizon. The gauges of a task are
+    those with any timer record (start, end, update) in it, so Flink <= 1.14's single back pressure
+    gauge counts once and a capture without the reporter has no timers part.
+
+    valve: a gap loses the valve's channel state, so every valve emission of the task after the
+    gap is unverifiable, to the end of the attempt (a new attempt starts a fresh valve).
+
+    Timer events are read from the bronze source, filtered to the tasks with gaps first, and
+    staging's first-landed rule applied to what is left: staging deduplicates with a window over
+    all of bronze, which Spark cannot restrict to these few tasks (docs/decisions/0004).
+-#}
+
+with
+
+gaps as (
+
+    select * from {{ ref('stg_bronze__capture_gaps') }}
+
+),
+
+planned as (
+
+    select * from {{ ref('int_timer_tasks_planned') }}
+
+),
+
+gap_tasks as (
+
+    select distinct job_id, vertex_id, subtask_index, attempt
+    from gaps
+
+),
+
+bronze_timer_events as (
+
+    select bronze.*
+    from {{ source('bronze', 'timer_events') }} as bronze
+    left semi join gap_tasks
+        on
+            bronze.job_id = gap_tasks.job_id
+            and bronze.vertex_id = gap_tasks.vertex_id
+            and bronze.subtask_index = gap_tasks.subtask_index
+            and bronze.attempt = gap_tasks.attempt
+
+),
+
+first_landed as (
+
+    {{ tidemark_first_landed_events('bronze_timer_events') }}
+
+),
+
+timer_events as (
+
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        seq,
+        ts_ms,
+        -- As stg_bronze__timer_events: Flink <= 1.14's `backpressured` is the soft gauge (M3).
+        case when timer = 'backpressured' then 'soft_backpressured' else timer end as gauge,
+        action
+    from first_landed
+
+),
+
+task_gauges as (
+
+    select distinct job_id, vertex_id, subtask_index, attempt, gauge
+    from timer_events
+
+),
+
+gaps_with_horizon as (
+
+    select
+        gaps.job_id,
+        gaps.vertex_id,
+        gaps.subtask_index,
+        gaps.attempt,
+        gaps.seq,
+        gaps.to_seq,
+        gaps.ts_ms,
+        gaps.to_ts_ms,
+        gaps.dropped,
+        -- A gap of a task without events has no horizon: then it ends with its last missing event.
+        coalesce(planned.horizon_ms, gaps.to_ts_ms) as horizon_ms
+    from gaps
+    left join planned
+        on
+            gaps.job_id = planned.job_id
+            and gaps.vertex_id = planned.vertex_id
+            and gaps.subtask_index = planned.subtask_index
+            and gaps.attempt = planned.attempt
+
+),
+
+gauge_resyncs as (
+
+    -- Per gap and gauge of its task: the ts_ms of the gauge's first start or end after the gap,
+    -- or the task's horizon when there is none.
+    select
+        gaps_with_horizon.job_id,
+        gaps_with_horizon.vertex_id,
+        gaps_with_horizon.subtask_index,
+        gaps_with_horizon.attempt,
+        gaps_with_horizon.seq,
+        task_gauges.gauge,
+        coalesce(
+            min_by(timer_events.ts_ms, timer_events.seq),
+            max(gaps_with_horizon.horizon_ms)
+        ) as resync_ms
+    from gaps_with_horizon
+    inner join task_gauges
+        on
+            gaps_with_horizon.job_id = task_gauges.job_id
+            and gaps_with_horizon.vertex_id = task_gauges.vertex_id
+            and gaps_with_horizon.subtask_index = task_gauges.subtask_index
+            and gaps_with_horizon.attempt = task_gauges.attempt
+    left join timer_events
+        on
+            task_gauges.job_id = timer_events.job_id
+            and task_gauges.vertex_id = timer_events.vertex_id
+            and task_gauges.subtask_index = timer_events.subtask_index
+            and task_gauges.attempt = timer_events.attempt
+            and task_gauges.gauge = timer_events.gauge
+            and timer_events.action in ('start', 'end')
+            and timer_events.seq > gaps_with_horizon.to_seq
+    group by
+        gaps_with_horizon.job_id,
+        gaps_with_horizon.vertex_id,
+        gaps_with_horizon.subtask_index,
+        gaps_with_horizon.attempt,
+        gaps_with_horizon.seq,
+        task_gauges.gauge
+
+),
+
+timer_ranges as (
+
+    -- Until the last gauge is back; at least through the last missing event, so the second
+    -- holding a gap is never shown as exact (and a clock read backwards cannot empty the range).
+    select
+        gaps_with_horizon.job_id,
+        gaps_with_horizon.vertex_id,
+        gaps_with_horizon.subtask_index,
+        gaps_with_horizon.attempt,
+        'timers' as part,
+        gaps_with_horizon.seq as from_seq,
+        gaps_with_horizon.ts_ms as not_exact_from_ms,
+        greatest(max(gauge_resyncs.resync_ms), gaps_with_horizon.to_ts_ms + 1) as not_exact_to_ms,
+        gaps_with_horizon.dropped
+    from gaps_with_horizon
+    inner join gauge_resyncs
+        on
+            gaps_with_horizon.job_id = gauge_resyncs.job_id
+            and gaps_with_horizon.vertex_id = gauge_resyncs.vertex_id
+            and gaps_with_horizon.subtask_index = gauge_resyncs.subtask_index
+            and gaps_with_horizon.attempt = gauge_resyncs.attempt
+            and gaps_with_horizon.seq = gauge_resyncs.seq
+    group by
+        gaps_with_horizon.job_id,
+        gaps_with_horizon.vertex_id,
+        gaps_with_horizon.subtask_index,
+        gaps_with_horizon.attempt,
+        gaps_with_horizon.seq,
+        gaps_with_horizon.ts_ms,
+        gaps_with_horizon.to_ts_ms,
+        gaps_with_horizon.dropped
+
+),
+
+valve_ranges as (
+
+    -- To the end of the attempt: its horizon, inclusive.
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        'valve' as part,
+        seq as from_seq,
+        ts_ms as not_exact_from_ms,
+        greatest(horizon_ms, to_ts_ms) + 1 as not_exact_to_ms,
+        dropped
+    from gaps_with_horizon
+
+),
+
+ranges as (
+
+    select * from timer_ranges
+    union all
+    select * from valve_ranges
+
+),
+
+islands as (
+
+    -- Overlapping or touching ranges of one task and part are merged: a range starts a new
+    -- island when it begins after every earlier one has ended.
+    select
+        ordered.*,
+        sum(case when not_exact_from_ms <= previous_to_ms then 0 else 1 end) over (
+            partition by job_id, vertex_id, subtask_index, attempt, part
+            order by not_exact_from_ms, from_seq
+            rows between unbounded preceding and current row
+        ) as island
+    from (
+        select
+            ranges.*,
+            max(not_exact_to_ms) over (
+                partition by job_id, vertex_id, subtask_index, attempt, part
+                order by not_exact_from_ms, from_seq
+                rows between unbounded preceding and 1 preceding
+            ) as previous_to_ms
+        from ranges
+    ) as ordered
+
+),
+
+final as (
+
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        part,
+        min(not_exact_from_ms) as not_exact_from_ms,
+        max(not_exact_to_ms) as not_exact_to_ms,
+        min(from_seq) as from_seq,
+        count(*) as gap_count,
+        sum(dropped) as dropped
+    from islands
+    group by job_id, vertex_id, subtask_index, attempt, part, island
+
+)
+
+select * from final

@@ -1,0 +1,204 @@
+{#-
+    Captured view rounds (contract §4, docs/decisions/0006): for every changed task with `update`
+    records, each TimerGauge replayed exactly as Flink ran it, with the gauge's own clock readings:
+    raw ts_ms, so a clock that runs backwards lowers a slot as in Flink (T13), where
+    fct_subtask_seconds holds the clock instead. One row per (task, gauge, round): round k is the
+    gauge's k-th `update` (V3), its slot every increment counted since update k - 1 (T4, T10).
+
+    State machine (T2, T3, T11): after a `start` the gauge measures and after an `end` it does not,
+    whatever it did before, except a `start` at clock 0 (T1). So the state before an event is the
+    last start/end before it, and the time an `end` or `update` adds while measuring is its ts_ms
+    minus the anchor (updTS): the last effective `start` or `update` before it.
+
+    Value (T5, T6, T12): the sum of the last min(k, N) slots divided by 5 * min(k, N), truncated,
+    clamped to [0, 1000]. A changed task replays all its events: a round depends on every event
+    before it (the ring, the open measurement), and captured tasks are few next to their events.
+-#}
+{%- set slots = tidemark_gauge_window_slots() | int -%}
+
+with
+
+planned as (
+
+    select * from {{ ref('int_timer_tasks_planned') }}
+    where is_changed
+
+),
+
+bronze_timer_events as (
+
+    select bronze.*
+    from {{ source('bronze', 'timer_events') }} as bronze
+    left semi join planned
+        on
+            bronze.job_id = planned.job_id
+            and bronze.vertex_id = planned.vertex_id
+            and bronze.subtask_index = planned.subtask_index
+            and bronze.attempt = planned.attempt
+
+),
+
+first_landed as (
+
+    -- staging's rule (stg_bronze__timer_events), after the filter on the changed tasks.
+    {{ tidemark_first_landed_events('bronze_timer_events') }}
+
+),
+
+captured_tasks as (
+
+    select distinct job_id, vertex_id, subtask_index, attempt
+    from first_landed
+    where action = 'update'
+
+),
+
+gauge_events as (
+
+    select
+        first_landed.job_id,
+        first_landed.vertex_id,
+        first_landed.subtask_index,
+        first_landed.attempt,
+        -- M3: Flink <= 1.14's `backpressured` is the soft gauge.
+        case
+            when first_landed.timer = 'backpressured' then 'soft_backpressured'
+            else first_landed.timer
+        end as gauge,
+        first_landed.seq,
+        first_landed.ts_ms,
+        first_landed.action,
+        first_landed.published
+    from first_landed
+    left semi join captured_tasks
+        on
+            first_landed.job_id = captured_tasks.job_id
+            and first_landed.vertex_id = captured_tasks.vertex_id
+            and first_landed.subtask_index = captured_tasks.subtask_index
+            and first_landed.attempt = captured_tasks.attempt
+
+),
+
+with_state as (
+
+    select
+        gauge_events.*,
+        -- T1/T2/T3/T11: measuring after the last start (not at clock 0), not after an end.
+        coalesce(
+            last_value(
+                case
+                    when action = 'start' then ts_ms != 0
+                    when action = 'end' then false
+                end,
+                true
+            ) over earlier_events,
+            false
+        ) as was_measuring,
+        -- The round this event's increment is counted in: one more than the updates before it.
+        coalesce(
+            count(case when action = 'update' then 1 end) over earlier_events, 0
+        ) + 1 as round_no
+    from gauge_events
+    window earlier_events as (
+        partition by job_id, vertex_id, subtask_index, attempt, gauge
+        order by seq
+        rows between unbounded preceding and 1 preceding
+    )
+
+),
+
+with_anchor as (
+
+    select
+        with_state.*,
+        -- updTS (T2, T4): the last effective start or the last update before this event.
+        last_value(
+            case
+                when action = 'update' or (action = 'start' and not was_measuring) then ts_ms
+            end,
+            true
+        ) over (
+            partition by job_id, vertex_id, subtask_index, attempt, gauge
+            order by seq
+            rows between unbounded preceding and 1 preceding
+        ) as anchor_ms
+    from with_state
+
+),
+
+increments as (
+
+    select
+        *,
+        -- T3/T4/T10/T13: what an end or update adds while measuring; negative if the clock ran back.
+        case
+            when was_measuring and action in ('end', 'update') then ts_ms - anchor_ms
+            else 0
+        end as increment_ms
+    from with_anchor
+
+),
+
+slots as (
+
+    -- One row per update: its round's slot. Increments after the last update wait for the next.
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        gauge,
+        round_no,
+        sum(increment_ms) as slot_ms,
+        max(case when action = 'update' then seq end) as update_seq,
+        max(case when action = 'update' then ts_ms end) as update_ms,
+        max(case when action = 'update' then published end) as published
+    from increments
+    group by job_id, vertex_id, subtask_index, attempt, gauge, round_no
+    having count(case when action = 'update' then 1 end) = 1
+
+),
+
+windowed as (
+
+    select
+        slots.*,
+        -- T6: the slots written so far, at most the ring's size.
+        least(round_no, {{ slots }}) as written_slots,
+        sum(slot_ms) over (
+            partition by job_id, vertex_id, subtask_index, attempt, gauge
+            order by round_no
+            rows between {{ slots - 1 }} preceding and current row
+        ) as ring_ms,
+        -- T9: never windowed, never clamped.
+        sum(slot_ms) over (
+            partition by job_id, vertex_id, subtask_index, attempt, gauge
+            order by round_no
+            rows between unbounded preceding and current row
+        ) as accumulated_ms
+    from slots
+
+),
+
+final as (
+
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        gauge,
+        round_no,
+        update_seq,
+        update_ms,
+        slot_ms,
+        written_slots,
+        -- T6/T12: truncating division by 5k, clamped to [0, 1000].
+        least(greatest(ring_ms div (5 * written_slots), 0), 1000) as value_ms_per_second,
+        published,
+        accumulated_ms
+    from windowed
+
+)
+
+select * from final
