@@ -432,67 +432,96 @@ captured_passes as (
 
 ),
 
+carried_passes as (
+
+    -- A gauge not updated in a pass (a task closing mid-pass) still shows its last value, and
+    -- 0 before its first update (T7, T9).
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        pass_no,
+        update_ms,
+        {%- for column in ['idle_time_ms_per_second', 'soft_back_pressured_time_ms_per_second',
+            'hard_back_pressured_time_ms_per_second', 'accumulated_idle_ms',
+            'accumulated_soft_backpressured_ms', 'accumulated_hard_backpressured_ms'] %}
+        coalesce(last_value({{ column }}, true) over task_so_far, 0) as {{ column }},
+        {%- endfor %}
+        published_idle_time_ms_per_second,
+        published_soft_back_pressured_time_ms_per_second,
+        published_hard_back_pressured_time_ms_per_second,
+        window_from_ms
+    from captured_passes
+    window task_so_far as (
+        partition by job_id, vertex_id, subtask_index, attempt
+        order by pass_no
+        rows between unbounded preceding and current row
+    )
+
+),
+
 captured as (
 
     select
-        captured_passes.job_id,
-        captured_passes.vertex_id,
-        captured_passes.subtask_index,
-        captured_passes.attempt,
-        captured_passes.update_ms,
-        captured_passes.idle_time_ms_per_second,
-        captured_passes.soft_back_pressured_time_ms_per_second,
-        captured_passes.hard_back_pressured_time_ms_per_second,
+        carried_passes.job_id,
+        carried_passes.vertex_id,
+        carried_passes.subtask_index,
+        carried_passes.attempt,
+        carried_passes.update_ms,
+        carried_passes.idle_time_ms_per_second,
+        carried_passes.soft_back_pressured_time_ms_per_second,
+        carried_passes.hard_back_pressured_time_ms_per_second,
         -- M3: soft + hard, not clamped; a gauge the task does not have counts 0 (Flink <= 1.14).
-        coalesce(captured_passes.soft_back_pressured_time_ms_per_second, 0)
-        + coalesce(captured_passes.hard_back_pressured_time_ms_per_second, 0)
+        coalesce(carried_passes.soft_back_pressured_time_ms_per_second, 0)
+        + coalesce(carried_passes.hard_back_pressured_time_ms_per_second, 0)
             as back_pressured_time_ms_per_second,
         case
             when coalesce(planned.is_busy_time_enabled, true)
                 then 1000D - least(
-                    coalesce(captured_passes.idle_time_ms_per_second, 0)
-                    + coalesce(captured_passes.soft_back_pressured_time_ms_per_second, 0)
-                    + coalesce(captured_passes.hard_back_pressured_time_ms_per_second, 0),
+                    coalesce(carried_passes.idle_time_ms_per_second, 0)
+                    + coalesce(carried_passes.soft_back_pressured_time_ms_per_second, 0)
+                    + coalesce(carried_passes.hard_back_pressured_time_ms_per_second, 0),
                     1000
                 )
         end as busy_time_ms_per_second,
         (
-            coalesce(captured_passes.soft_back_pressured_time_ms_per_second, 0)
-            + coalesce(captured_passes.hard_back_pressured_time_ms_per_second, 0)
+            coalesce(carried_passes.soft_back_pressured_time_ms_per_second, 0)
+            + coalesce(carried_passes.hard_back_pressured_time_ms_per_second, 0)
         ) / 1000 as backpressure_ratio,
         {{ tidemark_backpressure_level(
-            '(coalesce(captured_passes.soft_back_pressured_time_ms_per_second, 0)'
-            ~ ' + coalesce(captured_passes.hard_back_pressured_time_ms_per_second, 0)) / 1000'
+            '(coalesce(carried_passes.soft_back_pressured_time_ms_per_second, 0)'
+            ~ ' + coalesce(carried_passes.hard_back_pressured_time_ms_per_second, 0)) / 1000'
         ) }} as backpressure_level,
-        captured_passes.accumulated_idle_ms as accumulated_idle_time_ms,
-        coalesce(captured_passes.accumulated_soft_backpressured_ms, 0)
-        + coalesce(captured_passes.accumulated_hard_backpressured_ms, 0)
+        carried_passes.accumulated_idle_ms as accumulated_idle_time_ms,
+        coalesce(carried_passes.accumulated_soft_backpressured_ms, 0)
+        + coalesce(carried_passes.accumulated_hard_backpressured_ms, 0)
             as accumulated_back_pressured_time_ms,
         case
             when coalesce(planned.is_busy_time_enabled, true)
                 then cast(
                     greatest(
-                        captured_passes.update_ms - planned.first_ts_ms
-                        - coalesce(captured_passes.accumulated_idle_ms, 0)
-                        - coalesce(captured_passes.accumulated_soft_backpressured_ms, 0)
-                        - coalesce(captured_passes.accumulated_hard_backpressured_ms, 0),
+                        carried_passes.update_ms - planned.first_ts_ms
+                        - coalesce(carried_passes.accumulated_idle_ms, 0)
+                        - coalesce(carried_passes.accumulated_soft_backpressured_ms, 0)
+                        - coalesce(carried_passes.accumulated_hard_backpressured_ms, 0),
                         0
                     ) as double
                 )
         end as accumulated_busy_time_ms,
         'captured' as round_source,
-        captured_passes.published_idle_time_ms_per_second,
-        captured_passes.published_soft_back_pressured_time_ms_per_second,
-        captured_passes.published_hard_back_pressured_time_ms_per_second,
-        captured_passes.window_from_ms,
-        {{ tidemark_hour_at('captured_passes.update_ms') }} as hour_at
-    from captured_passes
+        carried_passes.published_idle_time_ms_per_second,
+        carried_passes.published_soft_back_pressured_time_ms_per_second,
+        carried_passes.published_hard_back_pressured_time_ms_per_second,
+        carried_passes.window_from_ms,
+        {{ tidemark_hour_at('carried_passes.update_ms') }} as hour_at
+    from carried_passes
     left join planned
         on
-            captured_passes.job_id = planned.job_id
-            and captured_passes.vertex_id = planned.vertex_id
-            and captured_passes.subtask_index = planned.subtask_index
-            and captured_passes.attempt = planned.attempt
+            carried_passes.job_id = planned.job_id
+            and carried_passes.vertex_id = planned.vertex_id
+            and carried_passes.subtask_index = planned.subtask_index
+            and carried_passes.attempt = planned.attempt
 
 ),
 

@@ -14,6 +14,8 @@ against a subtask's timeline of states built from tidemark's marts:
   the task has not yet enabled busy time (``TaskIOMetricGroup.busyTimeEnabled`` starts false,
   the StreamTask sets it as it starts). A reading matches if all three gauges equal one state
   in effect in its window.
+* readings of a subtask that REST lists as closing or closed (CANCELING, CANCELED, FAILED,
+  FINISHED) are not matched: REST keeps serving their last fetched values, of unknown age.
 * watermarks (``fct_task_watermarks``): a change is in effect from its ``valid_from_ms`` until
   the attempt's next change; the attempt's last one until the next attempt's first change.
   A reading other than Flink's "no watermark" (Long.MIN_VALUE) matches if it equals the
@@ -33,6 +35,9 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 
+# REST keeps serving the last fetched metrics of a subtask that is closing or gone, of unknown
+# age (V5 no longer bounds it): such readings are not matched.
+CLOSED = ("CANCELING", "CANCELED", "FAILED", "FINISHED")
 # Long.MIN_VALUE: what Flink's watermark gauges show before the first watermark ("No Watermark").
 NO_WATERMARK = -(2**63)
 # Before the first view update: idle 0, back pressure 0, busy 1000 - min(0 + 0, 1000) (T7, M4),
@@ -139,12 +144,13 @@ def match(
 ) -> tuple[list[tuple[dict, State]], list[Miss]]:
     """(reading, the state it shows) for every matched reading, and the misses.
 
-    Watermark readings of Flink's "no watermark" are left out of both.
+    Watermark readings of Flink's "no watermark" and readings of closing or closed subtasks are
+    left out of both.
     """
     matched, missed = [], []
     for reading in readings:
         shown = gauge_value(reading)
-        if shown == NO_WATERMARK:
+        if shown == NO_WATERMARK or reading.get("status") in CLOSED:
             continue
         low, high = reading["requested_ms"] - lag_ms, reading["received_ms"]
         states = timelines.get((reading["vertex_id"], reading["subtask_index"]), [])

@@ -1,7 +1,7 @@
-{{ config(materialized='view') }}
+{{ config(materialized='table') }}
 {#-
     Per captured round and gauge: tidemark's value next to what Flink published (decision 0006).
-    A view over fct_subtask_flink_gauges: costs nothing at build time, always current.
+    Rebuilt each run from the captured rows of fct_subtask_flink_gauges.
 -#}
 
 with
@@ -46,14 +46,16 @@ final as (
         tidemark_value,
         published_value,
         case
-            when published_value is null then 'not_captured'
             when not is_exact then 'not_exact'
-            when tidemark_value = published_value then 'match'
+            when tidemark_value <=> published_value then 'match'
             else 'mismatch'
-        end as outcome
+        end as outcome,
+        -- NULL where no claim is made (not_exact).
+        case when is_exact then tidemark_value <=> published_value end as is_match
     from per_gauge
-    -- A gauge the task does not have (no update records at all) is not a comparison.
-    where tidemark_value is not null or published_value is not null
+    -- Only where the capture saw the value published: a gauge updated in that pass whose
+    -- value the capture read (decision 0006: a later update may read it first).
+    where published_value is not null
 
 )
 

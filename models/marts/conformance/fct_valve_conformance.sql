@@ -2,7 +2,7 @@
 {#-
     Per captured valve: tidemark's emissions (fct_valve_emissions) next to what Flink's
     StatusWatermarkValve emitted (`valve_output`, decision 0006), matched on the input event that
-    caused them and their order within it. A view: costs nothing at build time.
+    caused them and their order within it.
 
     A captured output's cause is the latest watermark or watermark_status event of the same task
     and input with a smaller seq (contract §1: its seq follows the input event that caused it);
@@ -135,7 +135,7 @@ compared as (
 
 ),
 
-final as (
+outcomes as (
 
     select
         compared.*,
@@ -163,6 +163,16 @@ final as (
             and compared.subtask_index = gap_ranges.subtask_index
             and compared.attempt = gap_ranges.attempt
             and coalesce(compared.output_seq, compared.seq) >= gap_ranges.from_seq
+
+),
+
+final as (
+
+    select
+        *,
+        -- NULL where no claim is made (not_exact).
+        case when outcome != 'not_exact' then outcome = 'match' end as is_match
+    from outcomes
 
 )
 

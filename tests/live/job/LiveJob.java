@@ -34,8 +34,9 @@ import org.apache.flink.util.Collector;
  *   <li>join subtask 0 throws once in attempt 0: the fixed-delay restart strategy brings every task
  *       back as attempt 1.
  *   <li>throttle sleeps in alternate windows, so upstream tasks are back-pressured in windows:
- *       explode emits K records per input with no overdraft buffers, so it is hard back-pressured
- *       (blocked mid-record), join soft back-pressured.
+ *       explode emits K records of ~3 KB per input, rebalanced over two channels: each channel
+ *       needs three 4 KB buffers per input but may hold two, and there are no overdraft buffers,
+ *       so it blocks on a buffer mid-record: hard back pressure; join is soft back-pressured.
  * </ul>
  *
  * <p>Arguments: {@code --rest-port P} (REST on 127.0.0.1), {@code --capture-dir DIR} (configures
@@ -73,7 +74,8 @@ public final class LiveJob {
         // source subtask, records explode emits per input.
         long rate = bench ? 0 : 400;
         long perSubtask = bench ? Long.parseLong(options.getOrDefault("bench-records", "150000")) : 400L * 28;
-        int explode = bench ? 10 : 24;
+        int explode = bench ? 10 : 8;
+        int padding = bench ? 0 : 3000;
 
         Map<String, String> conf = new HashMap<>();
         conf.put("rest.port", options.getOrDefault("rest-port", "8081"));
@@ -117,7 +119,8 @@ public final class LiveJob {
                 .name("watermarks-c");
         DataStream<Long> joined = b.keyBy(new Bucket()).connect(c.keyBy(new Bucket()))
                 .process(new Join(bench ? -1 : 6_000)).name("join");
-        DataStream<Long> exploded = joined.rebalance().flatMap(new Explode(explode)).name("explode");
+        DataStream<String> exploded =
+                joined.rebalance().flatMap(new Explode(explode, padding)).name("explode");
         exploded.rebalance().process(new Throttle(!bench)).name("throttle")
                 .sinkTo(new DiscardingSink<>()).name("discard");
 
@@ -224,23 +227,25 @@ public final class LiveJob {
     }
 
     /** Many records per input: with no overdraft buffers this blocks mid-record (hard back pressure). */
-    static final class Explode implements FlatMapFunction<Long, Long> {
+    static final class Explode implements FlatMapFunction<Long, String> {
         private final int copies;
+        private final String padding;
 
-        Explode(int copies) {
+        Explode(int copies, int padding) {
             this.copies = copies;
+            this.padding = "x".repeat(padding);
         }
 
         @Override
-        public void flatMap(Long value, Collector<Long> out) {
+        public void flatMap(Long value, Collector<String> out) {
             for (int i = 0; i < copies; i++) {
-                out.collect(value + i);
+                out.collect((value + i) + padding);
             }
         }
     }
 
     /** The slow end: in alternate 4 s windows it sleeps 1 ms every 2 records. */
-    static final class Throttle extends ProcessFunction<Long, Long> {
+    static final class Throttle extends ProcessFunction<String, Long> {
         private final boolean slow;
         private transient long seen;
 
@@ -249,7 +254,7 @@ public final class LiveJob {
         }
 
         @Override
-        public void processElement(Long value, Context ctx, Collector<Long> out) throws Exception {
+        public void processElement(String value, Context ctx, Collector<Long> out) throws Exception {
             long now = System.currentTimeMillis();
             SINK_RECORDS.incrementAndGet();
             SINK_FIRST_MS.accumulateAndGet(now, Math::min);
@@ -257,7 +262,7 @@ public final class LiveJob {
             if (slow && (now / 4000) % 2 == 0 && ++seen % 2 == 0) {
                 Thread.sleep(1);
             }
-            out.collect(value);
+            out.collect((long) value.length());
         }
     }
 }

@@ -77,8 +77,32 @@ public final class CaptureReporter implements MetricReporter {
         }
     }
 
+    /**
+     * A closing task's metrics are removed after its last view update: record the updates of its
+     * gauges that were not measuring and that no probe or transition has found yet, which would
+     * otherwise be lost with the task.
+     */
     @Override
-    public void notifyOfRemovedMetric(Metric metric, String name, MetricGroup group) {}
+    public void notifyOfRemovedMetric(Metric metric, String name, MetricGroup group) {
+        Capture c = capture;
+        if (c == null || timersDisabled) {
+            return;
+        }
+        try {
+            if (metric instanceof UpdateProbe) {
+                for (RecordingClock clock : ((UpdateProbe) metric).clocks) {
+                    clock.closing();
+                }
+            } else if (TIMERS.containsKey(name) && metric instanceof TimerGauge && clockField != null) {
+                Object clock = clockField.get(metric);
+                if (clock instanceof RecordingClock) {
+                    ((RecordingClock) clock).closing();
+                }
+            }
+        } catch (Throwable t) {
+            c.error(t);
+        }
+    }
 
     // ------------------------------------------------------------------------------------------- timers
 

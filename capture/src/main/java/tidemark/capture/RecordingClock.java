@@ -140,6 +140,13 @@ final class RecordingClock extends Clock implements TimerGauge.StartStopListener
         }
     }
 
+    /** The task is closing: record the updates not found yet (its gauges get no more updates). */
+    void closing() {
+        synchronized (gauge) {
+            catchUp();
+        }
+    }
+
     /**
      * Records the updates of a gauge that was not measuring, found as steps of its slot index since the
      * last recorded one. Call under the gauge's lock.
