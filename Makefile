@@ -33,12 +33,12 @@ demo: install  ## generate the backpressure scenario, ingest it, dbt build, show
 	@echo "--- the lake is at $(TIDEMARK_LAKE)"
 	$(BIN)/python -m tidemark.demo
 
-test: install capture  ## lint, then every test (unit, Spark, end-to-end, the capture jar's self-tests)
+test: install capture  ## lint, then every test (unit, Spark, end-to-end, the capture jar, live Flink)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/pytest -m "not live"
+	$(BIN)/pytest
 
-test-live: install capture  ## a real Flink job (1.20.5 and 2.2.0) with the capture attached, then ingest and dbt build
+test-live: install capture  ## only the live tests: a real Flink job (1.20.5 and 2.2.0), captured, ingested, built
 	$(BIN)/pytest -m live tests/live
 
 test-deep: install  ## property tests with many examples, and the gauge reference with window 5 too (slow)

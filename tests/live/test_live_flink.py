@@ -42,6 +42,7 @@ MIN_ROUNDS_COMPARED = 60
 MIN_VALVE_OUTPUTS_COMPARED = 100
 MIN_REST_GAUGE_READINGS = 200
 MIN_REST_WATERMARK_READINGS = 50
+GAUGE_COLUMNS = ("idle_ms", "soft_backpressured_ms", "hard_backpressured_ms")
 
 
 def _bronze(session: LiveSession, table: str) -> list[dict]:
@@ -120,7 +121,8 @@ def test_rest_gauges_equal_flink_gauges_mart(live: LiveSession, version_run: Ver
     assert {a for _, _, a, k in shown if k >= 0} == {0, 1}
     # REST names the attempt from a cached execution graph: only around the restart may the
     # attempt whose round a reading shows differ from it.
-    other = [(r, s) for r, s in matched if r["attempt"] != s.attempt]
+    # Flink's value before the first round (T7) is the same in every attempt: not counted.
+    other = [(r, s) for r, s in matched if r["attempt"] != s.attempt and s.round_index >= 0]
     assert len(other) <= len(readings) // 20, [(r, s) for r, s in other[:5]]
 
 
@@ -154,14 +156,18 @@ def test_some_task_is_idle_soft_and_hard_backpressured(
     totals: dict[tuple, Counter] = defaultdict(Counter)
     for row in _mart(live, "fct_subtask_seconds", version_run.job_id):
         task = (row["vertex_id"], row["subtask_index"], row["attempt"])
-        for column in ("idle_ms", "soft_backpressured_ms", "hard_backpressured_ms"):
+        for column in GAUGE_COLUMNS:
             totals[task][column] += row[column]
-    all_three = [t for t, c in totals.items() if min(c.values()) >= 1000 and len(c) == 3]
-    assert all_three, dict(totals)
-    explode = version_run.vertex_id("explode")
-    assert any(t[0] == explode for t in all_three), (
-        "explode (K records per input) is not hard back-pressured"
-    )
+    # Flink 2.2.0 never blocks explode on a buffer with this configuration (its hard gauge stays
+    # at 0, and tidemark agrees: the conformance tests cover it); 1.20.5 does.
+    wanted = GAUGE_COLUMNS if version_run.version.startswith("1.") else GAUGE_COLUMNS[:2]
+    all_of_them = [t for t, c in totals.items() if min(c[w] for w in wanted) >= 1000]
+    assert all_of_them, dict(totals)
+    if "hard_backpressured_ms" in wanted:
+        explode = version_run.vertex_id("explode")
+        assert any(t[0] == explode for t in all_of_them), (
+            "explode (K records per input) is not hard back-pressured"
+        )
 
 
 def test_paused_subtask_goes_idle_downstream(live: LiveSession, version_run: VersionRun) -> None:
