@@ -149,8 +149,7 @@ def check_rows(table: pa.Table) -> list[str | None]:
         (
             is_gap & _np(pc.fill_null(pc.less(col["to_seq"], col["seq"]), False)),
             lambda i: (
-                f"field 'to_seq' is {col['to_seq'][i].as_py()}: below seq "
-                f"({col['seq'][i].as_py()})"
+                f"field 'to_seq' is {col['to_seq'][i].as_py()}: below seq ({col['seq'][i].as_py()})"
             ),
         ),
         missing("to_ts_ms", is_gap),
