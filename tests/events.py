@@ -18,15 +18,22 @@ def _apply(base: dict, overrides: dict) -> dict:
     return {key: value for key, value in record.items() if value is not _DELETE}
 
 
-def timer(seq: object = 0, **overrides: object) -> dict:
-    base = {
-        "type": "timer",
+def _task(kind: str, seq: object) -> dict:
+    """The fields every task record has (contract §1), for task 0 of vertex `map` of `job`."""
+    return {
+        "type": kind,
         "job_id": "job",
         "vertex_id": "map",
         "subtask_index": 0,
         "attempt": 0,
         "seq": seq,
         "ts_ms": 1_000 + _n(seq),
+    }
+
+
+def timer(seq: object = 0, **overrides: object) -> dict:
+    base = {
+        **_task("timer", seq),
         "timer": "idle",
         "action": "start",
     }
@@ -35,13 +42,7 @@ def timer(seq: object = 0, **overrides: object) -> dict:
 
 def watermark(seq: object = 0, **overrides: object) -> dict:
     base = {
-        "type": "watermark",
-        "job_id": "job",
-        "vertex_id": "map",
-        "subtask_index": 0,
-        "attempt": 0,
-        "seq": seq,
-        "ts_ms": 1_000 + _n(seq),
+        **_task("watermark", seq),
         "input_index": 0,
         "channel_index": 0,
         "num_channels": 2,
@@ -52,13 +53,7 @@ def watermark(seq: object = 0, **overrides: object) -> dict:
 
 def status(seq: object = 0, **overrides: object) -> dict:
     base = {
-        "type": "watermark_status",
-        "job_id": "job",
-        "vertex_id": "map",
-        "subtask_index": 0,
-        "attempt": 0,
-        "seq": seq,
-        "ts_ms": 1_000 + _n(seq),
+        **_task("watermark_status", seq),
         "input_index": 0,
         "channel_index": 1,
         "num_channels": 2,
@@ -74,13 +69,7 @@ def update(seq: object = 0, **overrides: object) -> dict:
 
 def valve_output(seq: object = 0, **overrides: object) -> dict:
     base = {
-        "type": "valve_output",
-        "job_id": "job",
-        "vertex_id": "map",
-        "subtask_index": 0,
-        "attempt": 0,
-        "seq": seq,
-        "ts_ms": 1_000 + _n(seq),
+        **_task("valve_output", seq),
         "input_index": 0,
         "kind": "watermark",
         "watermark_ms": 400 + _n(seq),
@@ -91,13 +80,7 @@ def valve_output(seq: object = 0, **overrides: object) -> dict:
 def capture_gap(seq: object = 0, **overrides: object) -> dict:
     """tidemark's extension record (docs/decisions/0006): seq..to_seq were dropped."""
     base = {
-        "type": "capture_gap",
-        "job_id": "job",
-        "vertex_id": "map",
-        "subtask_index": 0,
-        "attempt": 0,
-        "seq": seq,
-        "ts_ms": 1_000 + _n(seq),
+        **_task("capture_gap", seq),
         "to_seq": _n(seq) + 2,
         "to_ts_ms": 1_002 + _n(seq),
         "dropped": 3,
