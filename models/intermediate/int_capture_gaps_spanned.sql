@@ -1,9 +1,7 @@
 {#-
     Where tidemark's figures are not exact because a capture lost events (docs/decisions/
     0006-capture-from-flink.md, `capture_gap` records): per task, time ranges, merged where they
-    overlap, in two parts.
-
-    timers: from the gap's first missing event (ts_ms) until every timer gauge of the task has shown
+    overlap: from the gap's first missing event (ts_ms) until every timer gauge of the task has shown
     its state again. The capture writes effective transitions only (T2, T3 via the listener, T14),
     so after the last missing event a gauge keeps its state until its next captured `start` or
     `end`, and from that event on tidemark's replay agrees with Flink again: a `start` proves the
@@ -12,10 +10,8 @@
     opened is unknown, so the replay, which ignores that end, is wrong up to it). A gauge with no
     `start` or `end` after the gap stays unknown up to the task's horizon. The gauges of a task are
     those with any timer record (start, end, update) in it, so Flink <= 1.14's single back pressure
-    gauge counts once and a capture without the reporter has no timers part.
-
-    valve: a gap loses the valve's channel state, so every valve emission of the task after the
-    gap is unverifiable, to the end of the attempt (a new attempt starts a fresh valve).
+    gauge counts once and a capture without the reporter has no range. (Valves: a gap loses the
+    valve's state to the end of the attempt; fct_valve_conformance reads the gaps directly.)
 
     Timer events are read from the bronze source, filtered to the tasks with gaps first, and
     staging's first-landed rule applied to what is left: staging deduplicates with a window over
@@ -159,7 +155,6 @@ timer_ranges as (
         gaps_with_horizon.vertex_id,
         gaps_with_horizon.subtask_index,
         gaps_with_horizon.attempt,
-        'timers' as part,
         gaps_with_horizon.seq as from_seq,
         gaps_with_horizon.ts_ms as not_exact_from_ms,
         greatest(max(gauge_resyncs.resync_ms), gaps_with_horizon.to_ts_ms + 1) as not_exact_to_ms,
@@ -184,39 +179,20 @@ timer_ranges as (
 
 ),
 
-valve_ranges as (
-
-    -- To the end of the attempt: its horizon, inclusive.
-    select
-        job_id,
-        vertex_id,
-        subtask_index,
-        attempt,
-        'valve' as part,
-        seq as from_seq,
-        ts_ms as not_exact_from_ms,
-        greatest(horizon_ms, to_ts_ms) + 1 as not_exact_to_ms,
-        dropped
-    from gaps_with_horizon
-
-),
-
 ranges as (
 
     select * from timer_ranges
-    union all
-    select * from valve_ranges
 
 ),
 
 islands as (
 
-    -- Overlapping or touching ranges of one task and part are merged: a range starts a new
+    -- Overlapping or touching ranges of one task are merged: a range starts a new
     -- island when it begins after every earlier one has ended.
     select
         ordered.*,
         sum(case when not_exact_from_ms <= previous_to_ms then 0 else 1 end) over (
-            partition by job_id, vertex_id, subtask_index, attempt, part
+            partition by job_id, vertex_id, subtask_index, attempt
             order by not_exact_from_ms, from_seq
             rows between unbounded preceding and current row
         ) as island
@@ -224,7 +200,7 @@ islands as (
         select
             ranges.*,
             max(not_exact_to_ms) over (
-                partition by job_id, vertex_id, subtask_index, attempt, part
+                partition by job_id, vertex_id, subtask_index, attempt
                 order by not_exact_from_ms, from_seq
                 rows between unbounded preceding and 1 preceding
             ) as previous_to_ms
@@ -240,14 +216,13 @@ final as (
         vertex_id,
         subtask_index,
         attempt,
-        part,
         min(not_exact_from_ms) as not_exact_from_ms,
         max(not_exact_to_ms) as not_exact_to_ms,
         min(from_seq) as from_seq,
         count(*) as gap_count,
         sum(dropped) as dropped
     from islands
-    group by job_id, vertex_id, subtask_index, attempt, part, island
+    group by job_id, vertex_id, subtask_index, attempt, island
 
 )
 

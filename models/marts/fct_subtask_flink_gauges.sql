@@ -52,7 +52,6 @@ gauge_rounds as (
 gap_ranges as (
 
     select * from {{ ref('int_capture_gaps_spanned') }}
-    where part = 'timers'
 
 ),
 

@@ -28,7 +28,6 @@ planned as (
 not_exact_ranges as (
 
     select * from {{ ref('int_capture_gaps_spanned') }}
-    where part = 'timers'
 
 ),
 

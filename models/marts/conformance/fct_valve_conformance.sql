@@ -29,10 +29,9 @@ emissions as (
 
 ),
 
-gap_ranges as (
+capture_gaps as (
 
-    select * from {{ ref('int_capture_gaps_spanned') }}
-    where part = 'valve'
+    select * from {{ ref('stg_bronze__capture_gaps') }}
 
 ),
 
@@ -140,7 +139,7 @@ outcomes as (
     select
         compared.*,
         case
-            when gap_ranges.from_seq is not null then 'not_exact'
+            when first_gaps.from_seq is not null then 'not_exact'
             when tidemark_kind is null then 'missing_in_tidemark'
             when flink_kind is null then 'missing_in_flink'
             when
@@ -152,17 +151,18 @@ outcomes as (
         end as outcome
     from compared
     left join (
-        -- A lost event anywhere before an output leaves the valve's state unknown (decision 0006).
-        select job_id, vertex_id, subtask_index, attempt, min(from_seq) as from_seq
-        from gap_ranges
+        -- A lost event anywhere before an output leaves the valve's state unknown to the end of
+        -- the attempt, which starts a fresh valve (decision 0006).
+        select job_id, vertex_id, subtask_index, attempt, min(seq) as from_seq
+        from capture_gaps
         group by job_id, vertex_id, subtask_index, attempt
-    ) as gap_ranges
+    ) as first_gaps
         on
-            compared.job_id = gap_ranges.job_id
-            and compared.vertex_id = gap_ranges.vertex_id
-            and compared.subtask_index = gap_ranges.subtask_index
-            and compared.attempt = gap_ranges.attempt
-            and coalesce(compared.output_seq, compared.seq) >= gap_ranges.from_seq
+            compared.job_id = first_gaps.job_id
+            and compared.vertex_id = first_gaps.vertex_id
+            and compared.subtask_index = first_gaps.subtask_index
+            and compared.attempt = first_gaps.attempt
+            and coalesce(compared.output_seq, compared.seq) >= first_gaps.from_seq
 
 ),
 
