@@ -22,6 +22,10 @@ CAPTURE = ROOT / "capture"
 BUILD = CAPTURE / "build"
 JAR = BUILD / "tidemark-capture.jar"
 VERSIONS = ("1.20.5", "2.2.0")
+# Contract §6: one jar for Java 11, 17 and 21. 17 is this machine's JDK (`java`); 11 and 21 are
+# runtimes from PyPI (capture/java-runtime.sh).
+JAVAS = ("17", "11", "21")
+RUNTIMES = [(v, j) for v in VERSIONS for j in JAVAS]
 
 
 @pytest.fixture(scope="session")
@@ -40,10 +44,24 @@ def flink_dist(version: str) -> str:
     return str(next(Path(lib).glob("flink-dist*.jar")))
 
 
+def java(major: str) -> str:
+    """The `java` of one Java major version: the machine's for 17, else one from PyPI."""
+    if major == "17":
+        return "java"
+    return subprocess.run(
+        [str(CAPTURE / "java-runtime.sh"), major], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
 def run_java(
-    classpath: list[str], main: str, *args: str, agent: str | None = None, timeout: float = 60
+    classpath: list[str],
+    main: str,
+    *args: str,
+    agent: str | None = None,
+    timeout: float = 60,
+    java_major: str = "17",
 ) -> tuple[dict, str]:
-    command = ["java"]
+    command = [java(java_major)]
     if agent is not None:
         command.append(f"-javaagent:{JAR}={agent}")
     command += ["-cp", os.pathsep.join(classpath), main, *args]
@@ -90,9 +108,9 @@ def check_seqs(recs: list[dict]) -> None:
             expected = end + 1
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize(("version", "java_major"), RUNTIMES)
 def test_timer_records_carry_the_gauges_own_readings(
-    built: Path, version: str, tmp_path: Path
+    built: Path, version: str, java_major: str, tmp_path: Path
 ) -> None:
     """T1-T3, T11, T14, V1-V4 on Flink's real TimerGauge: start/end ts_ms are the gauge's own clock
     readings, each update has the value the gauge published and sits between its neighbours in seq
@@ -101,6 +119,7 @@ def test_timer_records_carry_the_gauges_own_readings(
         [str(built / "test-classes"), str(JAR), flink_dist(version)],
         "tidemark.capture.TimerGaugeTest",
         str(tmp_path),
+        java_major=java_major,
     )
     assert facts["dropped"] == 0 and facts["errors"] == 0
     recs = records(tmp_path)
@@ -230,8 +249,10 @@ def test_unknown_valve_layout_disables_only_that_part(built: Path, tmp_path: Pat
     assert records(tmp_path) == []
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-def test_agent_on_flinks_real_valve(built: Path, version: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("version", "java_major"), RUNTIMES)
+def test_agent_on_flinks_real_valve(
+    built: Path, version: str, java_major: str, tmp_path: Path
+) -> None:
     """W1-W6 through Flink's own StatusWatermarkValve under the agent: one watermark /
     watermark_status record per input call (num_channels = 3, the bound input index), one
     valve_output per emission, equal to what the valve really emitted, each right after its input
@@ -240,6 +261,7 @@ def test_agent_on_flinks_real_valve(built: Path, version: str, tmp_path: Path) -
         [str(built / "test-classes"), str(JAR), flink_dist(version)],
         "tidemark.capture.ValveTest",
         agent=f"dir={tmp_path}",
+        java_major=java_major,
     )
     assert facts["errors"] == 0
     assert "disabled" not in stderr, stderr
