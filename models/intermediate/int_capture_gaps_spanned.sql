@@ -14,8 +14,9 @@
     valve's state to the end of the attempt; fct_valve_conformance reads the gaps directly.)
 
     Timer events are read from the bronze source, filtered to the tasks with gaps first, and
-    staging's first-landed rule applied to what is left: staging deduplicates with a window over
-    all of bronze, which Spark cannot restrict to these few tasks (docs/decisions/0004).
+    staging's first-landed rule applied to what is left (tidemark_timer_events_of): staging
+    deduplicates with a window over all of bronze, which Spark cannot restrict to these few tasks
+    (docs/decisions/0004).
 -#}
 
 with
@@ -39,22 +40,9 @@ gap_tasks as (
 
 ),
 
-bronze_timer_events as (
-
-    select bronze.*
-    from {{ source('bronze', 'timer_events') }} as bronze
-    left semi join gap_tasks
-        on
-            bronze.job_id = gap_tasks.job_id
-            and bronze.vertex_id = gap_tasks.vertex_id
-            and bronze.subtask_index = gap_tasks.subtask_index
-            and bronze.attempt = gap_tasks.attempt
-
-),
-
 first_landed as (
 
-    {{ tidemark_first_landed_events('bronze_timer_events') }}
+    {{ tidemark_timer_events_of('gap_tasks') }}
 
 ),
 

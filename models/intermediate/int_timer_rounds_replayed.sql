@@ -25,23 +25,10 @@ planned as (
 
 ),
 
-bronze_timer_events as (
-
-    select bronze.*
-    from {{ source('bronze', 'timer_events') }} as bronze
-    left semi join planned
-        on
-            bronze.job_id = planned.job_id
-            and bronze.vertex_id = planned.vertex_id
-            and bronze.subtask_index = planned.subtask_index
-            and bronze.attempt = planned.attempt
-
-),
-
 first_landed as (
 
     -- staging's rule (stg_bronze__timer_events), after the filter on the changed tasks.
-    {{ tidemark_first_landed_events('bronze_timer_events') }}
+    {{ tidemark_timer_events_of('planned') }}
 
 ),
 
