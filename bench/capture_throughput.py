@@ -73,9 +73,14 @@ def main(argv: list[str] | None = None) -> int:
     median_without = statistics.median(without)
     median_with = statistics.median(with_capture)
     ratio = median_with / median_without
+    # Each pair's own ratio: the two runs of a pair are back to back, so slow drift of a shared
+    # machine cancels within it; their median is the steadier figure.
+    pair_ratios = [w / o for w, o in zip(with_capture, without, strict=True)]
+    pair_median = statistics.median(pair_ratios)
     print(
         f"capture throughput on Flink {args.flink}: {median_with:,.0f} records/s with the capture, "
-        f"{median_without:,.0f} without: {ratio:.3f} (target >= {TARGET_RATIO})"
+        f"{median_without:,.0f} without: {ratio:.3f}; median of the pairs' ratios "
+        f"{pair_median:.3f} (target >= {TARGET_RATIO})"
     )
     result = {
         "bench": "capture_throughput",
@@ -87,8 +92,10 @@ def main(argv: list[str] | None = None) -> int:
         "median_without_records_per_s": round(median_without),
         "median_with_records_per_s": round(median_with),
         "ratio": round(ratio, 4),
+        "pair_ratios": [round(r, 4) for r in pair_ratios],
+        "median_pair_ratio": round(pair_median, 4),
         "target_ratio": TARGET_RATIO,
-        "meets_target": ratio >= TARGET_RATIO,
+        "meets_target": min(ratio, pair_median) >= TARGET_RATIO,
     }
     print(json.dumps(result))
     return 0
