@@ -60,7 +60,7 @@ bench: install  ## benchmarks: ingest, dbt build and the Spark floor on $(BENCH_
 	$(BIN)/python bench/run.py --events $(BENCH_EVENTS)
 	$(MAKE) capture
 	java -cp capture/build/tidemark-capture.jar:$$(ls $$(capture/flink-jars.sh 2.2.0)/flink-dist*.jar) tidemark.capture.Bench
-	$(BIN)/python bench/capture_throughput.py --pairs 3
+	$(BIN)/python bench/capture_throughput.py --pairs 5
 
 .PHONY: capture
 capture:  ## build capture/build/tidemark-capture.jar (Flink metric reporter + Java agent; needs a JDK)
