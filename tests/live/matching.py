@@ -9,8 +9,9 @@ against a subtask's timeline of states built from tidemark's marts:
 * gauges (``fct_subtask_flink_gauges``): round k of an attempt is in effect from its
   ``update_ms`` until the attempt's next round; the attempt's last round until the next attempt's
   first round (the attempt ended in between). Before an attempt's first round Flink publishes
-  idle 0, back pressure 0 and busy 1000 (T7, M4): in effect from the previous attempt's last
-  round (the first attempt: from the start) until that first round; busy is NaN instead while
+  idle 0, back pressure 0 and busy 1000 (T7, M4): in effect from the attempt's first event
+  (else from the previous attempt's last round; the first attempt: from the start) until that
+  first round; busy is NaN instead while
   the task has not yet enabled busy time (``TaskIOMetricGroup.busyTimeEnabled`` starts false,
   the StreamTask sets it as it starts). A reading matches if all three gauges equal one state
   in effect in its window.
@@ -88,9 +89,19 @@ def gauge_value(reading: dict) -> object:
 
 
 def _timeline(
-    by_attempt: dict[int, list[tuple[int, object]]], initial: tuple[object, ...]
+    by_attempt: dict[int, list[tuple[int, object]]],
+    initial: tuple[object, ...],
+    started: dict[int, int] | None = None,
 ) -> list[State]:
-    """States of one subtask from its attempts' (start_ms, value) rows, sorted per attempt."""
+    """States of one subtask from its attempts' (start_ms, value) rows, sorted per attempt.
+
+    An attempt's initial value is in effect from the attempt's start (``started``, its first
+    event's ``ts_ms``) where known, else from the previous attempt's last round. Attempts overlap
+    around a restart: the old attempt's gauges may still get a view update while the new one
+    already runs (seen on Flink 2.2.0 on a loaded machine: attempt 0's last round came 2 s after
+    REST showed attempt 1's initial value), so an attempt's last round that comes after the next
+    attempt's first round is in effect until REST stops serving it.
+    """
     states: list[State] = []
     attempts = sorted(by_attempt)
     for position, attempt in enumerate(attempts):
@@ -98,15 +109,20 @@ def _timeline(
         following = attempts[position + 1] if position + 1 < len(attempts) else None
         after = by_attempt[following][0][0] if following is not None else math.inf
         before = by_attempt[attempts[position - 1]][-1][0] if position else -math.inf
+        if started and attempt in started:
+            before = started[attempt]
         states.extend(State(attempt, -1, before, rows[0][0], value) for value in initial)
         for k, (start, value) in enumerate(rows):
-            end = rows[k + 1][0] if k + 1 < len(rows) else after
+            end = rows[k + 1][0] if k + 1 < len(rows) else (after if after > start else math.inf)
             states.append(State(attempt, k, start, end, value))
     return states
 
 
-def gauge_timelines(rows: list[dict]) -> dict[Subtask, list[State]]:
-    """Per subtask, the states of Flink's three gauges over time, from fct_subtask_flink_gauges."""
+def gauge_timelines(
+    rows: list[dict], started: dict[tuple[str, int, int], int] | None = None
+) -> dict[Subtask, list[State]]:
+    """Per subtask, the states of Flink's three gauges over time, from fct_subtask_flink_gauges;
+    ``started``: each (vertex_id, subtask_index, attempt)'s first event ``ts_ms``, where known."""
     by_subtask: dict[Subtask, dict[int, list]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
         busy = row["busy_time_ms_per_second"]
@@ -121,7 +137,13 @@ def gauge_timelines(rows: list[dict]) -> dict[Subtask, list[State]]:
     for attempts in by_subtask.values():
         for rounds in attempts.values():
             rounds.sort(key=lambda r: r[0])
-    return {s: _timeline(a, (INITIAL, INITIAL_BUSY_DISABLED)) for s, a in by_subtask.items()}
+    starts: dict[Subtask, dict[int, int]] = defaultdict(dict)
+    for (vertex_id, subtask_index, attempt), ts_ms in (started or {}).items():
+        starts[(vertex_id, subtask_index)][attempt] = ts_ms
+    return {
+        s: _timeline(a, (INITIAL, INITIAL_BUSY_DISABLED), starts.get(s))
+        for s, a in by_subtask.items()
+    }
 
 
 def watermark_timelines(rows: list[dict]) -> dict[Subtask, list[State]]:

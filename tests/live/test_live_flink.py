@@ -110,7 +110,12 @@ def test_rest_gauges_equal_flink_gauges_mart(live: LiveSession, version_run: Ver
     # Captured rounds only: an attempt that ended before its first view update pass has none,
     # and the mart falls back to the epoch grid for it (contract §4), which Flink never published.
     rows = _mart(live, GAUGE_MART, version_run.job_id)
-    timelines = gauge_timelines([r for r in rows if r["round_source"] == "captured"])
+    started: dict[tuple[str, int, int], int] = {}
+    for event in _bronze(live, "timer_events"):
+        if event["job_id"] == version_run.job_id:
+            task = (event["vertex_id"], event["subtask_index"], event["attempt"])
+            started[task] = min(started.get(task, event["ts_ms"]), event["ts_ms"])
+    timelines = gauge_timelines([r for r in rows if r["round_source"] == "captured"], started)
     matched, missed = match(readings, timelines, LAG_MS)
     assert not missed, f"{len(missed)} of {len(readings)} REST readings match no round:\n" + (
         "\n".join(str(m) for m in missed[:10])

@@ -91,6 +91,33 @@ def test_around_a_restart_both_attempts_are_in_effect() -> None:
     assert _shown(_reading(33_000, 33_010, (40.0, 0.0, 960.0), attempt=1), 500) == (1, 0)
 
 
+def test_overlapping_attempts_both_show_their_values() -> None:
+    """Seen on Flink 2.2.0: attempt 1 ran (REST showed its initial value at 9_000) while attempt
+    0's gauges still got a view update at 12_000, after attempt 1's first round was due."""
+    timelines = gauge_timelines(
+        [
+            _round(7_000, 36, 0, 964.0),
+            _round(12_000, 40, 0, 960.0),
+            _round(11_000, 5, 0, 995.0, attempt=1),
+            _round(16_000, 6, 0, 994.0, attempt=1),
+        ],
+        started={("v", 0, 0): 2_000, ("v", 0, 1): 8_500},
+    )
+
+    def shown(reading: dict) -> tuple[int, int] | None:
+        matched, _ = match([reading], timelines, 500)
+        return (matched[0][1].attempt, matched[0][1].round_index) if matched else None
+
+    assert shown(_reading(9_000, 9_010, INITIAL, attempt=1)) == (1, -1)
+    assert shown(_reading(13_000, 13_010, (40.0, 0.0, 960.0))) == (0, 1)
+    assert shown(_reading(13_000, 13_010, (5.0, 0.0, 995.0), attempt=1)) == (1, 0)
+    # Attempt 1 started at 8_500: its initial value before that, or attempt 0's before its
+    # start at 2_000, is not in effect.
+    assert shown(_reading(8_000, 8_010, INITIAL, attempt=1)) is None
+    assert shown(_reading(1_000, 1_010, INITIAL)) is None
+    assert shown(_reading(3_000, 3_010, INITIAL)) == (0, -1)
+
+
 def _change(valid_from: int, seq: int, watermark: int | None, attempt: int = 0) -> dict:
     return {
         "vertex_id": "v",
