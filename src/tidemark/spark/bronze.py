@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from tidemark.ingest.schema import BRONZE_SCHEMAS
 from tidemark.lake import Lake
+from tidemark.spark.settings import delta_mode
 
 # Reader features delta-rs' file listing fully accounts for; anything else (deletion vectors,
 # column mapping) changes what the files mean, so it is refused rather than misread.
@@ -25,8 +26,6 @@ class BronzeReadError(RuntimeError):
 def register_bronze(spark, lake: Lake) -> dict[str, int]:
     """(Re)create the ``bronze.*`` views over the current snapshots; returns files per table."""
     from pyspark.sql.pandas.types import from_arrow_schema
-
-    from tidemark.spark.session import delta_mode
 
     native = delta_mode() == "native"
     counts = {}

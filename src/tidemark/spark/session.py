@@ -17,25 +17,13 @@ import sys
 from pathlib import Path
 
 from tidemark.lake import Lake
+from tidemark.spark.bronze import register_bronze
+from tidemark.spark.settings import DELTA_MODES as DELTA_MODES
+from tidemark.spark.settings import SparkSetupError, delta_mode
+from udfs.spark import register_udfs
 
 LAKE_CONF = "spark.tidemark.lake"
-DELTA_MODES = ("deltars", "native")
 _LOG4J = Path(__file__).with_name("log4j2.properties")
-
-
-class SparkSetupError(RuntimeError):
-    """Spark cannot be started as asked; the message says what to do."""
-
-
-def delta_mode() -> str:
-    """How Spark reads bronze: ``deltars`` (default) or ``native`` (``TIDEMARK_DELTA``)."""
-    mode = os.environ.get("TIDEMARK_DELTA", "deltars").strip().lower()
-    if mode not in DELTA_MODES:
-        raise SparkSetupError(
-            f"TIDEMARK_DELTA={mode!r} is not known: use 'deltars' (default, Delta read through "
-            "delta-rs) or 'native' (Delta's own Spark jars must be on the classpath)"
-        )
-    return mode
 
 
 def check_java() -> str:
@@ -138,10 +126,6 @@ def spark_session(lake: Lake | None = None, extra_conf: dict[str, str] | None = 
     if delta_mode() == "native":
         _check_native_delta(spark)
     _check_metastore(spark, lake)
-
-    from tidemark.spark.bronze import register_bronze
-    from udfs.spark import register_udfs
-
     register_udfs(spark)
     register_bronze(spark, lake)
     return spark
