@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from deltalake import DeltaTable
 
 from tests.e2e.conftest import DemoLake
@@ -46,6 +47,33 @@ def test_build_freshness_docs_then_compaction_leaves_every_mart_unchanged(
     assert {t: _bronze(lake, t) for t in BRONZE} == bronze_before
 
 
+# Every var of dbt_project.yml set away from its default. A unit test that leaves a var it depends
+# on to the project fails under these (issue 10: `dbt build --vars '{flink_gauge_window_s: 5}'`,
+# as the README documents it, failed on unit tests that assumed the 60 s window).
+CHANGED_VARS = {
+    "flink_gauge_window_s": 5,
+    "gauge_replay_lookback_s": 60,
+    "valve_semantics": "flink-40475",
+    "watermark_stall_s": 3,
+    "incident_grace_s": 0,
+    "bottleneck_busy_ratio": 0.9,
+    "bottleneck_max_depth": 1,
+}
+
+
+def test_unit_tests_pin_the_vars_they_assume(demo_lake: DemoLake) -> None:
+    """Every dbt unit test, in one invocation, with every var changed: each test pins the vars
+    its model reads (`overrides: vars:`), so a user's own vars never fail their build."""
+    project = yaml.safe_load((ROOT / "dbt_project.yml").read_text())["vars"]
+    assert set(CHANGED_VARS) == set(project), "a var was added: change it here too"
+    assert all(CHANGED_VARS[v] != project[v] for v in project)
+    result = dbt(
+        "test", "--select", "test_type:unit", "--vars", json.dumps(CHANGED_VARS),
+        lake=demo_lake.lake,
+    ).check()  # fmt: skip
+    assert "ERROR=0" in result.stdout and " PASS=" in result.stdout, result.stdout
+
+
 def _undocumented(target: Path) -> list[str]:
     """Models, and columns of their YAML or of the built tables, that have no description."""
     manifest = json.loads((target / "manifest.json").read_text())
@@ -79,3 +107,24 @@ def test_semantic_layer_validates_offline(lake: Lake) -> None:
     dbt("parse", lake=lake, DBT_TARGET_PATH=str(ROOT / "target")).check()
     result = run([str(BIN / "mf"), "validate-configs", "--skip-dw"], lake).check()
     assert "ERRORS: 0" in result.stdout, result.stdout
+
+
+def test_a_selection_runs_only_tests_it_can_build(lake: Lake) -> None:
+    """`dbt build --select +fct_subtask_seconds` on a fresh lake: every test it selects reads only
+    models the same selection builds (issue 10: with eager indirect selection, tests that also
+    read fct_vertex_seconds and fct_subtask_flink_gauges ran against tables never built)."""
+    listed = dbt(
+        "ls", "--select", "+fct_subtask_seconds", "--output", "json",
+        "--output-keys", "unique_id resource_type depends_on", lake=lake,
+    ).check()  # fmt: skip
+    nodes = [json.loads(line) for line in listed.stdout.splitlines() if line.startswith("{")]
+    built = {n["unique_id"] for n in nodes if n["resource_type"] != "test"}
+    tests = [n for n in nodes if n["resource_type"] == "test"]
+    assert tests, "the selection runs no test at all, so this would prove nothing"
+    unbuildable = {
+        t["unique_id"]: sorted(
+            p for p in t["depends_on"]["nodes"] if p.startswith("model.") and p not in built
+        )
+        for t in tests
+    }
+    assert {t: p for t, p in unbuildable.items() if p} == {}

@@ -41,7 +41,7 @@ marked as (
         vertex_seconds.job_id,
         vertex_seconds.vertex_id,
         vertex_seconds.second_start_ms,
-        vertex_seconds.max_backpressure_ratio,
+        vertex_seconds.max_backpressured_ms,
         vertex_seconds.backpressure_level = 'high' as is_high,
         high_subtasks.high_subtask_indexes,
         max(
@@ -104,8 +104,10 @@ incidents as (
         min(second_start_ms) as incident_start_ms,
         max(case when is_high then second_start_ms end) + 1000 as incident_end_ms,
         count_if(is_high) as high_seconds,
-        max(max_backpressure_ratio) as peak_backpressure_ratio,
-        avg(max_backpressure_ratio) as mean_backpressure_ratio,
+        -- From integer milliseconds, one division each: a mean of summed doubles can land an
+        -- ulp above the peak (880 ms in every second gave 0.8800000000000002 > 0.88).
+        max(max_backpressured_ms) / 1000 as peak_backpressure_ratio,
+        sum(max_backpressured_ms) / (count(max_backpressured_ms) * 1000) as mean_backpressure_ratio,
         array_sort(array_distinct(flatten(collect_list(high_subtask_indexes))))
             as high_subtask_indexes
     from numbered

@@ -68,8 +68,11 @@ window_figures as (
         incident_hours.vertex_id as backpressured_vertex_id,
         incident_hours.incident_start_ms,
         vertex_seconds.vertex_id,
-        avg(vertex_seconds.max_backpressure_ratio) as mean_backpressure_ratio,
-        avg(vertex_seconds.max_busy_ms) / 1000 as mean_busy_ratio,
+        -- Ratios from integer milliseconds, one division each, so that a constant 100 ms is
+        -- exactly the bound 0.10 rather than an ulp above it.
+        sum(vertex_seconds.max_backpressured_ms)
+        / (count(vertex_seconds.max_backpressured_ms) * 1000) as mean_backpressure_ratio,
+        sum(vertex_seconds.max_busy_ms) / (count(vertex_seconds.max_busy_ms) * 1000) as mean_busy_ratio,
         avg(vertex_seconds.busy_skew_pct) as mean_busy_skew_pct
     from incident_hours
     inner join vertex_seconds
@@ -273,7 +276,7 @@ hottest_subtasks as (
         named.backpressured_vertex_id,
         named.incident_start_ms,
         subtask_seconds.subtask_index,
-        avg(subtask_seconds.busy_ms) / 1000 as mean_busy_ratio,
+        sum(subtask_seconds.busy_ms) / (count(subtask_seconds.busy_ms) * 1000) as mean_busy_ratio,
         row_number() over (
             partition by
                 named.job_id, named.backpressured_vertex_id, named.incident_start_ms
