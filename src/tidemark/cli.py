@@ -53,6 +53,24 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--refresh-s", type=float, default=5.0, help="how often to look for new bronze commits"
     )
+    run = commands.add_parser(
+        "run",
+        help="the scheduled path on a warm Spark: every --every seconds, ingest then dbt build",
+    )
+    run.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="capture files/folders")
+    run.add_argument(
+        "--every", type=float, default=60.0, metavar="SECONDS", help="cycle period (default 60)"
+    )
+    run.add_argument("--once", action="store_true", help="one cycle, then exit with its status")
+    run.add_argument(
+        "--cycles", type=int, default=None, metavar="N", help="stop after N cycles (default: never)"
+    )
+    run.add_argument(
+        "--dbt",
+        default="",
+        metavar="ARGS",
+        help='more arguments for dbt build, one string, e.g. "--select +fct_subtask_seconds"',
+    )
     return parser
 
 
@@ -142,7 +160,33 @@ def _serve(args: argparse.Namespace) -> int:
     return serve(_lake(args), options)
 
 
-_COMMANDS = {"ingest": _ingest, "generate": _generate, "sql": _sql, "serve": _serve}
+def _run(args: argparse.Namespace) -> int:
+    import shlex
+    import signal
+    import threading
+
+    from tidemark.schedule import WarmCycle, run_every
+
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    cycle = WarmCycle(_lake(args), args.paths, shlex.split(args.dbt))
+
+    def report(number: int, result, behind: bool) -> None:
+        late = f" (took longer than --every {args.every:g} s)" if behind else ""
+        print(f"tidemark run: cycle {number}: {result.describe()}{late}", flush=True)
+
+    cycles = 1 if args.once else args.cycles
+    return run_every(args.every, cycle, stop, report, max_cycles=cycles)
+
+
+_COMMANDS = {
+    "ingest": _ingest,
+    "generate": _generate,
+    "sql": _sql,
+    "serve": _serve,
+    "run": _run,
+}
 
 if __name__ == "__main__":
     sys.exit(main())

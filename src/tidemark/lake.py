@@ -57,5 +57,10 @@ class Lake:
         return self.root / "_locks"
 
     @property
+    def seen_files(self) -> Path:
+        """What ``tidemark ingest`` knows of files it already landed (a cache: safe to delete)."""
+        return self.root / "_ingest" / "seen-files.json"
+
+    @property
     def logs(self) -> Path:
         return self.root / "logs"

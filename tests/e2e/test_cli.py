@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from tests.e2e.harness import BIN, ROOT, environment, tidemark
+from tests.e2e.harness import BIN, ROOT, environment, tidemark, warehouse_rows
 from tests.events import timer, watermark, write_jsonl
 from tidemark.lake import Lake
 
@@ -90,3 +90,60 @@ def test_generate_refuses_an_unknown_scenario(tmp_path: Path, lake: Lake) -> Non
     result = tidemark("generate", "--scenario", "nope", "--out", str(tmp_path / "x"), lake=lake)
     assert result.returncode == 1
     assert "tidemark generate: error:" in result.stderr and "steady" in result.stderr
+
+
+def _idle_seconds(first: int, last: int) -> list[dict]:
+    """Task map/0 idle from .000 to .500 of each second in [first, last)."""
+    events = []
+    for second in range(first, last):
+        at = 1_000 * second
+        events.append(timer(2 * second, ts_ms=at, action="start"))
+        events.append(timer(2 * second + 1, ts_ms=at + 500, action="end"))
+    return events
+
+
+def test_run_builds_only_what_is_new_on_one_warm_session_and_stops_on_sigterm(
+    tmp_path: Path, lake: Lake
+) -> None:
+    """`tidemark run` (issue 10): cycle 1 lands and builds, a new file is landed and built by the
+    next cycle in the same process, a cycle with nothing new builds nothing, SIGTERM ends it."""
+    feed = tmp_path / "feed"
+    feed.mkdir()
+    write_jsonl(feed / "a.jsonl", _idle_seconds(0, 10))
+    process = subprocess.Popen(
+        [str(BIN / "tidemark"), "run", str(feed), "--every", "2",
+         "--dbt", "--select +fct_subtask_seconds"],
+        cwd=ROOT, env=environment(lake), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True,
+    )  # fmt: skip
+    seen: list[str] = []
+
+    def next_cycle() -> str:
+        for line in process.stdout:
+            seen.append(line)
+            if line.startswith("tidemark run: cycle "):
+                return line
+        raise AssertionError("tidemark run ended early:\n" + "".join(seen))
+
+    try:
+        first = next_cycle()
+        assert first.startswith("tidemark run: cycle 1: ok: 20 events landed"), "".join(seen)
+        rows = warehouse_rows(lake, "tidemark", "fct_subtask_seconds")
+        assert {r["idle_ms"] for r in rows} == {500}
+
+        write_jsonl(feed / "b.jsonl", _idle_seconds(10, 30))
+        line = next_cycle()
+        while "no build" in line:  # the file may have arrived just after a cycle's ingest
+            line = next_cycle()
+        assert ": ok: 40 events landed" in line and ", build " in line, "".join(seen)
+        later = warehouse_rows(lake, "tidemark", "fct_subtask_seconds")
+        assert max(r["second_start_ms"] for r in later) > max(r["second_start_ms"] for r in rows)
+        assert len(later) > len(rows)
+
+        assert "ok: 0 events landed" in next_cycle() and "no build (nothing new)" in seen[-1]
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=120) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

@@ -262,6 +262,40 @@ def test_reingesting_the_same_content_adds_nothing(tmp_path: Path, lake: Lake) -
     assert len(rows(lake, "timer_events")) == 2 and len(rows(lake, "quarantine")) == 1
 
 
+def test_unchanged_landed_files_are_not_read_again(
+    tmp_path: Path, lake: Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder ingested every minute (`tidemark run`): files landed before and unchanged since
+    (size, mtime, inode) are skipped without hashing; a changed file is read and its new lines
+    land; a lost or broken cache only costs the hashing again."""
+    folder = tmp_path / "capture"
+    folder.mkdir()
+    old = write_jsonl(folder / "a.jsonl", [timer(0), timer(1)])
+    ingest([folder], lake)
+    hashed: list[Path] = []
+    real = landing.files.fingerprint
+    monkeypatch.setattr(
+        landing.files, "fingerprint", lambda p, *a: hashed.append(p.name) or real(p, *a)
+    )
+
+    write_jsonl(folder / "b.jsonl", [timer(2)])
+    again = ingest([folder], lake)
+    assert hashed == ["b.jsonl"] and again.accepted == 1
+    assert [f.skipped_as_seen for f in again.files] == [True, False]
+
+    write_jsonl(old, [timer(0), timer(1), timer(3)])  # rewritten in place: read again
+    hashed.clear()
+    changed = ingest([folder], lake)
+    assert hashed == ["a.jsonl"] and changed.accepted == 1 and changed.duplicates == 3
+
+    lake.seen_files.write_text("{not json")
+    hashed.clear()
+    assert ingest([folder], lake).accepted == 0
+    assert sorted(hashed) == ["a.jsonl", "b.jsonl"]
+    assert json.loads(lake.seen_files.read_text())  # rebuilt
+    assert len(rows(lake, "timer_events")) == 4
+
+
 def test_duplicates_across_files_are_kept_once_and_conflicts_quarantined(
     tmp_path: Path, lake: Lake
 ) -> None:

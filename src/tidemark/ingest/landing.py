@@ -14,7 +14,9 @@ done. One ingest runs at a time per lake (a lock file).
 from __future__ import annotations
 
 import fcntl
+import json
 import logging
+import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -234,15 +236,22 @@ def ingest(
         index: IdentityIndex | None = None
         done = _done_files(tables)
         next_id = _next_ingest_id(tables)
+        seen = SeenFiles.load(lake)
         for path in targets:
             file_report = FileReport(path=path)
             report.files.append(file_report)
             try:
-                size = path.stat().st_size
+                stat = path.stat()
+                size = stat.st_size
                 progress.file_started(path, size, "checking")
-                print_ = files.fingerprint(path, progress.advance)
+                known = seen.sha256(path, stat)
+                if known in done:  # landed before, unchanged since: no need to read it again
+                    print_ = files.Fingerprint(known, size)
+                else:
+                    print_ = files.fingerprint(path, progress.advance)
                 file_report.sha256 = print_.sha256
                 if print_.sha256 in done:
+                    seen.remember(path, stat, print_.sha256)
                     file_report.skipped_as_seen = True
                     file_report.lines_read = done[print_.sha256]
                     file_report.duplicates = done[print_.sha256]
@@ -287,12 +296,58 @@ def ingest(
                 )
                 next_id += 1
                 done[print_.sha256] = file_report.lines_read
+                seen.remember(path, stat, print_.sha256)
                 progress.file_done(file_report)
             except files.UnreadableFile as exc:
                 file_report.error = str(exc)
                 index = None  # it may hold part of the file; rebuild from what is committed
                 progress.file_done(file_report)
+        seen.save()
     return report
+
+
+@dataclass
+class SeenFiles:
+    """Files already landed, by path, with the size, mtime and inode they had: a folder that
+    `tidemark run` ingests every minute is not read again file by file. Only a hint: a file is
+    skipped without reading when it is unchanged (same size, mtime in ns, inode) and its sha256
+    is in `ingest_log`; anything else is hashed as before. Missing or unreadable: rebuilt."""
+
+    path: Path
+    entries: dict[str, list] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, lake: Lake) -> SeenFiles:
+        try:
+            entries = json.loads(lake.seen_files.read_text())
+            if not isinstance(entries, dict):
+                raise ValueError("not an object")
+        except FileNotFoundError:
+            entries = {}
+        except (OSError, ValueError) as exc:
+            log.warning("ignoring %s (%s): files are hashed again", lake.seen_files, exc)
+            entries = {}
+        return cls(lake.seen_files, entries)
+
+    @staticmethod
+    def _state(stat: os.stat_result) -> list[int]:
+        return [stat.st_size, stat.st_mtime_ns, stat.st_ino]
+
+    def sha256(self, path: Path, stat: os.stat_result) -> str | None:
+        entry = self.entries.get(str(path.resolve()))
+        if isinstance(entry, list) and len(entry) == 4 and entry[:3] == self._state(stat):
+            return entry[3]
+        return None
+
+    def remember(self, path: Path, stat: os.stat_result, sha256: str) -> None:
+        self.entries[str(path.resolve())] = [*self._state(stat), sha256]
+
+    def save(self) -> None:
+        kept = {p: e for p, e in self.entries.items() if Path(p).exists()}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.path.with_suffix(".partial")
+        partial.write_text(json.dumps(kept))
+        partial.replace(self.path)
 
 
 def _append(table: DeltaTable, rows: pa.Table, txn: Transaction | None) -> None:

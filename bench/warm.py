@@ -1,0 +1,173 @@
+"""Benchmark of the scheduled path: `tidemark run` (warm) next to `ingest` + `dbt build` (cold).
+
+    python bench/warm.py --scale 8
+
+The generated events are split in arrival order (bench/gauges.py `split_events`): the base, then
+`SMALL_LINES` lines, then the last 1 %. In one process, `tidemark run`'s cycle (tidemark.schedule)
+lands the base and builds; then, timed on the same warm session:
+
+* full refresh: `dbt build --full-refresh` of every mart (models and data tests);
+* +200 lines: one cycle after the small file arrives (ingest and an incremental build);
+* +1 %: one cycle after the tail arrives.
+
+Before that, as cron ran it: `tidemark ingest` and `dbt build` in new processes, timed after
+another 200 lines. Targets (issue 10): +1 % <= 15 %
+of the full refresh; +200 lines <= 3 s. All figures come from one run, side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.gauges import ROOT, SMALL_LINES, _environment, split_events  # noqa: E402
+
+BIN = Path(sys.executable).parent
+
+
+@dataclass
+class WarmBench:
+    events: int
+    first_cycle_s: float
+    full_refresh_s: float
+    small_cycle_s: float
+    small_build_s: float
+    tail_lines: int
+    tail_cycle_s: float
+    cold_small_s: float
+
+    def report(self) -> str:
+        return "\n".join(
+            [
+                f"events in the lake at the end        {self.events:>12,}",
+                f"first cycle (Spark, parse, build)    {self.first_cycle_s:>10.1f} s",
+                f"warm full refresh, every mart        {self.full_refresh_s:>10.1f} s",
+                f"warm cycle after +{SMALL_LINES} lines         {self.small_cycle_s:>10.1f} s  "
+                f"(build {self.small_build_s:.1f} s; target <= 3 s)",
+                f"warm cycle after +1 % ({self.tail_lines:,} lines)".ljust(37)
+                + f"{self.tail_cycle_s:>10.1f} s  = {self.tail_vs_full:.1%} of the warm full "
+                "refresh (target <= 15 %)",
+                f"cold ingest + dbt build, +{SMALL_LINES} lines   {self.cold_small_s:>10.1f} s  "
+                f"= {self.cold_small_s / self.small_cycle_s:.1f}x the warm cycle",
+            ]
+        )
+
+    @property
+    def tail_vs_full(self) -> float:
+        return self.tail_cycle_s / self.full_refresh_s
+
+
+def bench_warm(work: Path, events: Path) -> WarmBench:
+    from tidemark.lake import Lake
+    from tidemark.schedule import BUILD_ARGS, WarmCycle
+
+    lake = work / "lake"
+    env = _environment(lake)
+    base, small, tail, tail_lines = split_events(
+        events, work / "split", small_lines=2 * SMALL_LINES
+    )
+    first_small, second_small = _halve(small / "events-small.jsonl")
+
+    # Cold, as cron ran it: every command a new process. Set-up, then one timed cycle.
+    _cold([str(BIN / "tidemark"), "ingest", str(base)], env)
+    _cold([str(BIN / "dbt"), *BUILD_ARGS], env)
+    started = time.perf_counter()
+    _cold([str(BIN / "tidemark"), "ingest", str(first_small)], env)
+    _cold([str(BIN / "dbt"), *BUILD_ARGS], env)
+    cold_s = time.perf_counter() - started
+
+    # Warm: one process; the feed folder holds what was landed (skipped as seen), then more.
+    os.environ.update(env)
+    feed = work / "feed"
+    feed.mkdir()
+    for path in [*base.iterdir(), first_small]:
+        shutil.copy(path, feed / path.name)
+    started = time.perf_counter()
+    cycle = WarmCycle(Lake.from_env(str(lake)), [feed])
+    first = cycle()
+    first_s = time.perf_counter() - started
+    assert first.ok, first.describe()
+
+    started = time.perf_counter()
+    refreshed = cycle.dbt([*BUILD_ARGS, "--full-refresh"])
+    full_s = time.perf_counter() - started
+    assert refreshed.success, refreshed.exception
+
+    timed = []
+    for extra in (second_small, *tail.iterdir()):
+        shutil.copy(extra, feed / extra.name)
+        started = time.perf_counter()
+        result = cycle()
+        timed.append((time.perf_counter() - started, result))
+        assert result.ok and result.build_s is not None, result.describe()
+    cycle.spark.stop()
+    return WarmBench(
+        events=_count(lake),
+        first_cycle_s=first_s,
+        full_refresh_s=full_s,
+        small_cycle_s=timed[0][0],
+        small_build_s=timed[0][1].build_s or 0.0,
+        tail_lines=tail_lines,
+        tail_cycle_s=timed[1][0],
+        cold_small_s=cold_s,
+    )
+
+
+def _halve(path: Path) -> tuple[Path, Path]:
+    lines = path.read_bytes().splitlines(keepends=True)
+    half = len(lines) // 2
+    first, second = path.with_name("events-small-1.jsonl"), path.with_name("events-small-2.jsonl")
+    first.write_bytes(b"".join(lines[:half]))
+    second.write_bytes(b"".join(lines[half:]))
+    path.unlink()
+    return first, second
+
+
+def _cold(args: list[str], env: dict[str, str]) -> None:
+    done = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{args} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+
+
+def _count(lake: Path) -> int:
+    from deltalake import DeltaTable
+
+    return sum(
+        DeltaTable(str(lake / "bronze" / t)).to_pyarrow_dataset().count_rows()
+        for t in ("timer_events", "watermark_events")
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--work", type=Path, default=Path("bench-data") / "warm")
+    parser.add_argument("--scale", type=int, default=8, help="generator scale")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    work = args.work.resolve()
+    os.chdir(ROOT)  # dbt reads the project and profiles.yml from here
+    if work.exists() and any(work.iterdir()):
+        parser.error(f"{work} is not empty: give a new folder")
+    work.mkdir(parents=True, exist_ok=True)
+    events = work / "generated"
+    subprocess.run(
+        [str(BIN / "tidemark"), "generate", "--scenario", "backpressure", "--seed", "7",
+         "--scale", str(args.scale), "--out", str(events)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    result = bench_warm(work, events)
+    print(json.dumps(asdict(result), indent=2) if args.json else result.report())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""`tidemark run`'s loop (tidemark.schedule.run_every): timing, catching up, failures, stopping.
+A fake clock stands in for time; the warm cycle itself is tested in tests/e2e/test_cli.py."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from tidemark.schedule import CycleResult, _parse_options, run_every
+
+
+class FakeTime:
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.waits: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def wait(self, seconds: float) -> None:
+        self.waits.append(round(seconds, 6))
+        self.now += seconds
+
+
+def cycles_taking(fake: FakeTime, durations: list[float], ok: list[bool] | None = None):
+    starts: list[float] = []
+    oks = iter(ok or [True] * len(durations))
+    takes = iter(durations)
+
+    def cycle() -> CycleResult:
+        starts.append(fake.now)
+        fake.now += next(takes)
+        return CycleResult(landed=1, ingest_s=0.0, build_s=0.0, ok=next(oks))
+
+    return cycle, starts
+
+
+def test_cycles_start_on_the_grid_of_every_seconds() -> None:
+    fake = FakeTime()
+    cycle, starts = cycles_taking(fake, [2.0, 5.0, 1.0])
+    reported = []
+    code = run_every(
+        10, cycle, threading.Event(), lambda n, r, behind: reported.append((n, behind)),
+        max_cycles=3, clock=fake.clock, wait=fake.wait,
+    )  # fmt: skip
+    assert code == 0
+    assert starts == [1000.0, 1010.0, 1020.0]
+    assert fake.waits == [8.0, 5.0]  # none after the last cycle
+    assert reported == [(1, False), (2, False), (3, False)]
+
+
+def test_an_overrun_cycle_is_followed_at_once_and_missed_slots_are_not_queued() -> None:
+    fake = FakeTime()
+    cycle, starts = cycles_taking(fake, [25.0, 1.0, 1.0])
+    reported = []
+    run_every(
+        10, cycle, threading.Event(), lambda n, r, behind: reported.append(behind),
+        max_cycles=3, clock=fake.clock, wait=fake.wait,
+    )  # fmt: skip
+    # The first cycle covered the slots at 1010 and 1020: the next runs at 1030, then 1040.
+    assert starts == [1000.0, 1030.0, 1040.0]
+    assert reported == [True, False, False]
+
+
+def test_a_failed_cycle_does_not_end_the_loop_and_the_last_one_sets_the_exit_code() -> None:
+    fake = FakeTime()
+    cycle, starts = cycles_taking(fake, [1.0, 1.0], ok=[False, True])
+    assert run_every(5, cycle, threading.Event(), lambda *_: None, 2, fake.clock, fake.wait) == 0
+    assert len(starts) == 2
+    fake = FakeTime()
+    cycle, _ = cycles_taking(fake, [1.0, 1.0], ok=[True, False])
+    assert run_every(5, cycle, threading.Event(), lambda *_: None, 2, fake.clock, fake.wait) == 1
+
+
+def test_stop_lets_the_running_cycle_finish_and_starts_no_other() -> None:
+    fake = FakeTime()
+    stop = threading.Event()
+    starts = []
+
+    def cycle() -> CycleResult:
+        starts.append(fake.now)
+        stop.set()  # SIGTERM arrives while the cycle runs
+        fake.now += 3
+        return CycleResult(landed=0, ingest_s=0.1, build_s=None, ok=True)
+
+    assert run_every(60, cycle, stop, lambda *_: None, clock=fake.clock, wait=fake.wait) == 0
+    assert starts == [1000.0]
+
+
+def test_every_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="--every must be a positive number"):
+        run_every(0, lambda: CycleResult(0, 0, None, True), threading.Event(), lambda *_: None)
+
+
+def test_describe_says_what_a_cycle_did() -> None:
+    assert CycleResult(200, 0.25, 1.5, True).describe() == (
+        "ok: 200 events landed in 0.2 s, build 1.5 s"
+    )
+    quiet = CycleResult(0, 0.05, None, False, "x: no such file or folder")
+    assert quiet.describe() == (
+        "FAILED: 0 events landed in 0.1 s, no build (nothing new); x: no such file or folder"
+    )
+
+
+def test_parse_sees_the_options_that_shape_the_project() -> None:
+    args = ["--select", "+fct_subtask_seconds", "--vars", "{a: 1}", "--target=thrift", "-x"]
+    assert _parse_options(args) == ["--vars", "{a: 1}", "--target=thrift"]
