@@ -9,8 +9,8 @@ against a subtask's timeline of states built from tidemark's marts:
 * gauges (``fct_subtask_flink_gauges``): round k of an attempt is in effect from its
   ``update_ms`` until the attempt's next round; the attempt's last round until the next attempt's
   first round (the attempt ended in between). Before an attempt's first round Flink publishes
-  idle 0, back pressure 0 and busy 1000 (T7, M4): in effect from the attempt's first event
-  (else from the previous attempt's last round; the first attempt: from the start) until that
+  idle 0, back pressure 0 and busy 1000 (T7, M4): in effect from the previous attempt's last
+  round or, if earlier, the attempt's first event (the first attempt: from the start) until that
   first round; busy is NaN instead while
   the task has not yet enabled busy time (``TaskIOMetricGroup.busyTimeEnabled`` starts false,
   the StreamTask sets it as it starts). A reading matches if all three gauges equal one state
@@ -95,8 +95,9 @@ def _timeline(
 ) -> list[State]:
     """States of one subtask from its attempts' (start_ms, value) rows, sorted per attempt.
 
-    An attempt's initial value is in effect from the attempt's start (``started``, its first
-    event's ``ts_ms``) where known, else from the previous attempt's last round. Attempts overlap
+    A later attempt's initial value is in effect from the previous attempt's last round or, if
+    earlier, from the attempt's first event (``started``); the first attempt's from the start
+    (a task's metrics show before its first event: seen on a loaded machine). Attempts overlap
     around a restart: the old attempt's gauges may still get a view update while the new one
     already runs (seen on Flink 2.2.0 on a loaded machine: attempt 0's last round came 2 s after
     REST showed attempt 1's initial value), so an attempt's last round that comes after the next
@@ -109,8 +110,8 @@ def _timeline(
         following = attempts[position + 1] if position + 1 < len(attempts) else None
         after = by_attempt[following][0][0] if following is not None else math.inf
         before = by_attempt[attempts[position - 1]][-1][0] if position else -math.inf
-        if started and attempt in started:
-            before = started[attempt]
+        if position and started and attempt in started:
+            before = min(before, started[attempt])
         states.extend(State(attempt, -1, before, rows[0][0], value) for value in initial)
         for k, (start, value) in enumerate(rows):
             end = rows[k + 1][0] if k + 1 < len(rows) else (after if after > start else math.inf)

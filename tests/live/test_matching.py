@@ -111,11 +111,10 @@ def test_overlapping_attempts_both_show_their_values() -> None:
     assert shown(_reading(9_000, 9_010, INITIAL, attempt=1)) == (1, -1)
     assert shown(_reading(13_000, 13_010, (40.0, 0.0, 960.0))) == (0, 1)
     assert shown(_reading(13_000, 13_010, (5.0, 0.0, 995.0), attempt=1)) == (1, 0)
-    # Attempt 1 started at 8_500: its initial value before that, or attempt 0's before its
-    # start at 2_000, is not in effect.
+    # Attempt 1 started at 8_500: its initial value is not in effect before that (attempt 0's
+    # is: a task's metrics show before its first event, so the first attempt's starts at once).
     assert shown(_reading(8_000, 8_010, INITIAL, attempt=1)) is None
-    assert shown(_reading(1_000, 1_010, INITIAL)) is None
-    assert shown(_reading(3_000, 3_010, INITIAL)) == (0, -1)
+    assert shown(_reading(1_000, 1_010, INITIAL)) == (0, -1)
 
 
 def _change(valid_from: int, seq: int, watermark: int | None, attempt: int = 0) -> dict:
