@@ -12,7 +12,7 @@ DEMO_SCENARIO ?= backpressure
 DEMO_DATA ?= demo-data
 BENCH_EVENTS ?= 5000000
 
-.PHONY: help install demo test test-live test-deep lint format bench clean
+.PHONY: help install demo test test-unit test-live test-deep lint format bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -38,6 +38,9 @@ test: install capture  ## lint, then every test (unit, Spark, end-to-end, the ca
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest
 
+test-unit: install  ## only the pure Python tests: no Spark, dbt or JVM (seconds)
+	$(BIN)/pytest tests/unit tests/live/test_matching.py
+
 test-live: install capture  ## only the live tests: a real Flink job (1.20.5 and 2.2.0), captured, ingested, built
 	$(BIN)/pytest -m live tests/live
 
@@ -58,6 +61,7 @@ format: install  ## apply ruff's formatting
 
 bench: install  ## benchmarks: ingest, dbt build and the Spark floor on $(BENCH_EVENTS) events
 	$(BIN)/python bench/run.py --events $(BENCH_EVENTS)
+	$(BIN)/python bench/warm.py --work bench-data/warm-$$(date +%s)
 	$(MAKE) capture
 	java -cp capture/build/tidemark-capture.jar:$$(ls $$(capture/flink-jars.sh 2.2.0)/flink-dist*.jar) tidemark.capture.Bench
 	$(BIN)/python bench/capture_throughput.py --pairs 5

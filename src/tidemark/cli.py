@@ -66,6 +66,13 @@ def _parser() -> argparse.ArgumentParser:
         "--cycles", type=int, default=None, metavar="N", help="stop after N cycles (default: never)"
     )
     run.add_argument(
+        "--tests-every",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run dbt's data tests on the first build and every N-th after it (default 1: always)",
+    )
+    run.add_argument(
         "--dbt",
         default="",
         metavar="ARGS",
@@ -165,12 +172,16 @@ def _run(args: argparse.Namespace) -> int:
     import signal
     import threading
 
-    from tidemark.schedule import WarmCycle, run_every
+    from tidemark.schedule import WarmCycle, build_args, run_every
 
+    # Checked before Spark starts, so a typo costs no start-up.
+    if args.every <= 0:
+        raise ValueError(f"--every must be a positive number of seconds, got {args.every:g}")
+    build_args(1, args.tests_every)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    cycle = WarmCycle(_lake(args), args.paths, shlex.split(args.dbt))
+    cycle = WarmCycle(_lake(args), args.paths, shlex.split(args.dbt), args.tests_every)
 
     def report(number: int, result, behind: bool) -> None:
         late = f" (took longer than --every {args.every:g} s)" if behind else ""

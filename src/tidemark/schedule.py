@@ -25,6 +25,17 @@ log = logging.getLogger("tidemark.run")
 
 # What a scheduled build runs: models, snapshots and data tests; unit tests belong to CI.
 BUILD_ARGS = ("build", "--exclude-resource-type", "unit_test")
+# What a build runs on a cycle without data tests (``--tests-every``).
+WITHOUT_DATA_TESTS = ("--exclude-resource-type", "test")
+
+
+def build_args(build: int, tests_every: int, extra: Sequence[str] = ()) -> list[str]:
+    """dbt's arguments for the ``build``-th build (1, 2, ...) of a ``tidemark run``: data tests on
+    the first build and every ``tests_every``-th after it, models only on the others."""
+    if tests_every < 1:
+        raise ValueError(f"--tests-every must be 1 or more, got {tests_every}")
+    with_tests = (build - 1) % tests_every == 0
+    return [*BUILD_ARGS, *(() if with_tests else WITHOUT_DATA_TESTS), *extra]
 
 
 @dataclass(frozen=True)
@@ -81,14 +92,19 @@ def run_every(
 class WarmCycle:
     """One Spark session and one parsed dbt project for the life of the process."""
 
-    def __init__(self, lake: Lake, paths: Sequence[Path], dbt_args: Sequence[str] = ()) -> None:
+    def __init__(
+        self, lake: Lake, paths: Sequence[Path], dbt_args: Sequence[str] = (), tests_every: int = 1
+    ) -> None:
         from dbt.cli.main import dbtRunner
 
         from tidemark.spark.session import spark_session
 
         self.lake = lake
         self.paths = list(paths)
-        self.dbt_args = [*BUILD_ARGS, *dbt_args]
+        self.extra_args = list(dbt_args)
+        self.tests_every = tests_every
+        self.dbt_args = build_args(1, tests_every, dbt_args)
+        self._builds = 0
         self.spark = spark_session(lake)
         # The project is parsed once, with the options that shape parsing (vars, target).
         parsed = dbtRunner().invoke(["parse", *_parse_options(self.dbt_args)])
@@ -121,7 +137,8 @@ class WarmCycle:
             return CycleResult(landed, ingest_s, None, not (missing or errors), detail)
         began = time.perf_counter()
         register_bronze(self.spark, self.lake)
-        built = self.dbt(self.dbt_args)
+        self._builds += 1
+        built = self.dbt(build_args(self._builds, self.tests_every, self.extra_args))
         self._built_once = self._built_once or built.success
         if not built.success:
             detail = "; ".join(filter(None, [detail, f"dbt build failed: {built.exception or ''}"]))

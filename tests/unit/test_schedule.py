@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from tidemark.schedule import CycleResult, _parse_options, run_every
+from tidemark.schedule import CycleResult, _parse_options, build_args, run_every
 
 
 class FakeTime:
@@ -106,3 +106,30 @@ def test_describe_says_what_a_cycle_did() -> None:
 def test_parse_sees_the_options_that_shape_the_project() -> None:
     args = ["--select", "+fct_subtask_seconds", "--vars", "{a: 1}", "--target=thrift", "-x"]
     assert _parse_options(args) == ["--vars", "{a: 1}", "--target=thrift"]
+
+
+def test_data_tests_run_on_the_first_build_and_every_nth_after_it() -> None:
+    with_tests = ["build", "--exclude-resource-type", "unit_test", "--select", "x"]
+    without = ["build", "--exclude-resource-type", "unit_test", "--exclude-resource-type", "test"]
+    assert [build_args(b, 3, ["--select", "x"]) for b in (1, 4, 7)] == [with_tests] * 3
+    assert build_args(2, 3) == without and build_args(3, 3) == without
+    assert build_args(5, 1) == with_tests[:3]
+    with pytest.raises(ValueError, match="--tests-every must be 1 or more, got 0"):
+        build_args(1, 0)
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--every", "0"], "--every must be a positive number of seconds, got 0"),
+        (["--tests-every", "0"], "--tests-every must be 1 or more, got 0"),
+    ],
+)
+def test_run_refuses_bad_timing_before_starting_spark(
+    option: list[str], message: str, tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tidemark.cli import main
+
+    assert main(["--lake", str(tmp_path / "lake"), "run", str(tmp_path), *option]) == 1
+    assert f"tidemark run: error: {message}" in capsys.readouterr().err
+    assert not (tmp_path / "lake" / "metastore").exists()  # Spark never started
