@@ -28,7 +28,12 @@ import pytest
 from tests.e2e.conftest import DemoLake
 from tests.e2e.harness import dbt, tidemark, warehouse_rows
 from tests.events import status, watermark, write_jsonl
-from tests.unit.test_valve import REALIGN_VECTOR, SKIPPED_FLUSH_VECTOR, random_stream
+from tests.unit.test_valve import (
+    REALIGN_VECTOR,
+    SKIPPED_FLUSH_VECTOR,
+    interleave,
+    random_stream,
+)
 from tidemark.lake import Lake
 
 pytestmark = pytest.mark.e2e
@@ -231,18 +236,11 @@ def hand_built_events(rng: random.Random) -> list[dict]:
     ]
     for vertex_id, subtask, attempt, inputs in specs:
         streams = {i: random_stream(rng, n, 120) for i, n in inputs.items()}
-        seq = rng.randrange(3)
-        ts = BASE_MS + attempt * 25_000 + rng.randrange(4_000)
-        live = list(inputs)
-        while live:
-            i = rng.choice(live)
-            try:
-                is_status, channel, value = next(streams[i])
-            except StopIteration:
-                live.remove(i)
-                continue
-            seq += rng.choice([1, 1, 2, 5])
-            ts += rng.choice([0, 40, 150, 400, -300])
+        first_seq = rng.randrange(3)
+        first_ts = BASE_MS + attempt * 25_000 + rng.randrange(4_000)
+        for seq, ts, i, (is_status, channel, value) in interleave(
+            rng, streams, first_seq, first_ts, [1, 1, 2, 5], [0, 40, 150, 400, -300]
+        ):
             task = {
                 "job_id": "job-2",
                 "vertex_id": vertex_id,

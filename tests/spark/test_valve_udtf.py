@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from tests.unit.test_valve import random_stream
+from tests.unit.test_valve import interleave, random_stream
 from udfs.spark import (
     OUTPUT_COLUMNS,
     TASK_COLUMNS,
@@ -41,18 +41,10 @@ def random_events(seed: int, tasks: int = 5, steps: int = 600) -> list[tuple]:
         inputs = [0, 1] if t == 1 else [0]
         sizes = {i: rng.choice([1, 2, 3, 5, 40]) for i in inputs}
         streams = {i: random_stream(rng, sizes[i], steps) for i in inputs}
-        seq = rng.randrange(0, 5)
-        ts = 1_700_000_000_000
-        live = list(inputs)
-        while live:
-            i = rng.choice(live)
-            try:
-                is_status, channel, value = next(streams[i])
-            except StopIteration:
-                live.remove(i)
-                continue
-            seq += rng.choice([1, 1, 1, 2, 7])  # gaps: other event types take seqs too
-            ts += rng.choice([0, 3, 50, -20])  # the task's clock may step back
+        first_seq = rng.randrange(0, 5)
+        for seq, ts, i, (is_status, channel, value) in interleave(
+            rng, streams, first_seq, 1_700_000_000_000, [1, 1, 1, 2, 7], [0, 3, 50, -20]
+        ):
             events.append(
                 (
                     "job",

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.unit.test_valve import random_stream
+from tests.unit.test_valve import interleave, random_stream
 from udfs.task_feed import (
     CODE_ACTIVE,
     CODE_BAD_STATUS,
@@ -240,20 +240,13 @@ def random_task_events(seed: int, inputs: list[int], steps: int = 400) -> list[t
     rng = random.Random(seed)
     sizes = {i: rng.choice([1, 2, 3, 5, 40]) for i in inputs}
     streams = {i: random_stream(rng, sizes[i], steps) for i in inputs}
-    events = []
-    seq, ts = rng.randrange(0, 5), 1_700_000_000_000
-    live = list(inputs)
-    while live:
-        i = rng.choice(live)
-        try:
-            _, channel, value = next(streams[i])
-        except StopIteration:
-            live.remove(i)
-            continue
-        seq += rng.choice([1, 1, 1, 2, 7])
-        ts += rng.choice([0, 3, 50, -20])
-        events.append((seq, ts, i, channel, sizes[i], value))
-    return events
+    first_seq = rng.randrange(0, 5)
+    return [
+        (seq, ts, i, channel, sizes[i], value)
+        for seq, ts, i, (_, channel, value) in interleave(
+            rng, streams, first_seq, 1_700_000_000_000, [1, 1, 1, 2, 7], [0, 3, 50, -20]
+        )
+    ]
 
 
 def chunked(events: list[tuple], chunk_seqs: int) -> list[list[InputPart]]:

@@ -13,6 +13,7 @@ import random
 import re
 import subprocess
 import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -644,6 +645,30 @@ def test_error_state_not_a_dict() -> None:
 
 
 # ---------------------------------------------------------------------------- random streams
+
+
+def interleave(
+    rng: random.Random,
+    streams: dict[int, Iterator[tuple]],
+    seq: int,
+    ts: int,
+    seq_steps: Sequence[int],
+    ts_steps: Sequence[int],
+) -> Iterator[tuple[int, int, int, tuple]]:
+    """One task's events from its inputs' streams, interleaved at random: ``(seq, ts_ms,
+    input_index, event)``, ``seq`` growing by one of ``seq_steps`` (gaps: other event types take
+    seqs too) and the clock by one of ``ts_steps`` (a task's clock may step back)."""
+    live = list(streams)
+    while live:
+        i = rng.choice(live)
+        try:
+            event = next(streams[i])
+        except StopIteration:
+            live.remove(i)
+            continue
+        seq += rng.choice(seq_steps)
+        ts += rng.choice(ts_steps)
+        yield seq, ts, i, event
 
 
 def random_stream(rng: random.Random, num_channels: int, steps: int):
