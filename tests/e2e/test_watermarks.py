@@ -268,7 +268,9 @@ def batches_of(events: list[dict], rng: random.Random, mode: str, n: int) -> lis
         ordered = sorted(events, key=lambda e: e["ts_ms"])
         cut = [len(ordered) * (k + 1) // n for k in range(n)]
         batches = [ordered[(cut[k - 1] if k else 0) : cut[k]] for k in range(n)]
-        jittered = {key for key in {task_key(e) for e in events} if rng.random() < 0.5}
+        # Sorted: a set's order follows the process's string hashing, so the same seed picked
+        # other tasks in another run (and sometimes none that resumed from its last run's end).
+        jittered = {key for key in sorted({task_key(e) for e in events}) if rng.random() < 0.5}
         for k in range(n - 1):
             tail_from = int(len(batches[k]) * 0.95)
             kept, moved = batches[k][:tail_from], []

@@ -178,7 +178,11 @@ def match(
         low, high = reading["requested_ms"] - lag_ms, reading["received_ms"]
         states = timelines.get((reading["vertex_id"], reading["subtask_index"]), [])
         candidates = [s for s in states if s.meets(low, high)]
-        hit = next((s for s in candidates if s.value == shown), None)
+        # A value that a state of the attempt REST names shows is that attempt's (around a
+        # restart the old attempt's round can hold the same value, e.g. 0, 0, 1000).
+        equal = [s for s in candidates if s.value == shown]
+        hit = next((s for s in equal if s.attempt == reading["attempt"]), None)
+        hit = hit or next(iter(equal), None)
         if hit is None:
             missed.append(Miss(reading, candidates))
         else:
