@@ -183,6 +183,28 @@ def test_queue_full_drops_and_says_where(built: Path, tmp_path: Path) -> None:
     assert (gap_a["ts_ms"], gap_a["to_ts_ms"]) == (1000 + 100, 1000 + 998)
 
 
+def test_a_failing_hook_becomes_a_gap_of_its_task(built: Path, tmp_path: Path) -> None:
+    """Contract §6 safety: a hook that throws never reaches the job; it is logged once and counted,
+    and the event it was recording becomes a capture_gap of its task ("capture hook failed"), so the
+    affected seconds show as not exact; the task's later events are written."""
+    facts, stderr = run_java(
+        [str(built / "test-classes"), str(JAR), flink_dist("1.20.5")],
+        "tidemark.capture.HookFailureTest",
+        str(tmp_path),
+    )
+    assert (facts["errors"], facts["dropped"]) == (2, 2)
+    recs = records(tmp_path)
+    check_seqs(recs)
+    assert [(r["seq"], r["watermark_ms"]) for r in recs if r["type"] == "watermark"] == [
+        (0, 1_000),
+        (3, 4_000),
+    ]
+    gaps = [(r["seq"], r["to_seq"], r["dropped"], r["reason"]) for r in recs if r["type"] == "capture_gap"]
+    assert gaps == [(1, 2, 2, "capture hook failed")]
+    failures = [line for line in stderr.splitlines() if "a capture hook failed" in line]
+    assert len(failures) == 1 and "broken valve" in failures[0], stderr
+
+
 def _mount_tmpfs(directory: Path, size: str) -> bool:
     if os.geteuid() != 0 or shutil.which("mount") is None:
         return False

@@ -118,7 +118,7 @@ public final class LiveJob {
                                 .withTimestampAssigner((value, previous) -> value))
                 .name("watermarks-c");
         DataStream<Long> joined = b.keyBy(new Bucket()).connect(c.keyBy(new Bucket()))
-                .process(new Join(bench ? -1 : 6_000)).name("join");
+                .process(new Join(bench ? -1 : 15_000)).name("join");
         DataStream<String> exploded =
                 joined.rebalance().flatMap(new Explode(explode, padding)).name("explode");
         exploded.rebalance().process(new Throttle(!bench)).name("throttle")
@@ -189,7 +189,7 @@ public final class LiveJob {
         }
     }
 
-    /** The two-input task (valves on input 0 and 1); subtask 0 fails once in attempt 0. */
+    /** The two-input task (valves on input 0 and 1); subtask 0 fails once, 15 s into attempt 0. */
     static final class Join extends KeyedCoProcessFunction<Long, Long, Long, Long> {
         private final long failAfterMs;
         private transient long startMs;

@@ -32,7 +32,7 @@ final class Bursts {
      */
     static synchronized long[] find(long afterRound, long since, int k) {
         int found = 0;
-        for (long n = Math.max(afterRound + 1, count - KEEP); n < count; n++) {
+        for (long n = Math.max(afterRound + 1, Math.max(0, count - KEEP)); n < count; n++) {
             int i = (int) (n % KEEP);
             if (lasts[i] >= since && found++ == k) {
                 return new long[] {n, starts[i]};

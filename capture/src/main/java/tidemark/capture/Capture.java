@@ -31,6 +31,7 @@ import java.util.zip.GZIPOutputStream;
  */
 public final class Capture {
     static final String QUEUE_FULL = "queue full";
+    static final String HOOK_FAILED = "capture hook failed";
 
     private static volatile Capture instance;
     private static final Object LOCK = new Object();
@@ -112,6 +113,7 @@ public final class Capture {
     final AtomicLong written = new AtomicLong();
     private final AtomicLong episodeQueueFull = new AtomicLong();
     private final AtomicLong episodeWriteFailed = new AtomicLong();
+    private final AtomicLong episodeHookFailed = new AtomicLong();
     private volatile boolean inEpisode;
     private volatile long lastLossNanos;
     private volatile boolean stopping;
@@ -184,25 +186,43 @@ public final class Capture {
     }
 
     private void lost(Event e, String reason) {
+        lost(e.task, e.seq, e.tsMs, reason);
+    }
+
+    private void lost(Task task, long seq, long tsMs, String reason) {
         dropped.incrementAndGet();
-        if (e.task == null) {
+        if (task == null) {
             return; // a vertex record: nothing to mark
         }
         if (QUEUE_FULL.equals(reason)) {
             episodeQueueFull.incrementAndGet();
+        } else if (HOOK_FAILED.equals(reason)) {
+            episodeHookFailed.incrementAndGet();
         } else {
             episodeWriteFailed.incrementAndGet();
         }
         lastLossNanos = System.nanoTime();
         inEpisode = true;
-        if (e.task.drop(e.seq, e.tsMs, reason)) {
-            gapTasks.add(e.task);
+        if (task.drop(seq, tsMs, reason)) {
+            gapTasks.add(task);
         }
     }
 
     void error(Throwable t) {
         if (errors.getAndIncrement() == 0) {
             Log.line("a capture hook failed (" + t + "); counted, later failures are only counted");
+        }
+    }
+
+    /**
+     * A hook failed while it recorded an event of {@code task} (null: none known): counted like
+     * {@link #error}, and one seq of the task is marked lost, so that a capture_gap record makes tidemark
+     * show the affected seconds as not exact instead of numbers missing that event.
+     */
+    void failed(Task task, Throwable t) {
+        error(t);
+        if (task != null) {
+            lost(task, task.nextSeq(), System.currentTimeMillis(), HOOK_FAILED);
         }
     }
 
@@ -322,7 +342,9 @@ public final class Capture {
         inEpisode = false;
         long q = episodeQueueFull.getAndSet(0);
         long w = episodeWriteFailed.getAndSet(0);
-        Log.line("lost " + (q + w) + " events (" + q + " queue full, " + w + " write failed); capture_gap records "
+        long h = episodeHookFailed.getAndSet(0);
+        Log.line("lost " + (q + w + h) + " events (" + q + " queue full, " + w + " write failed, " + h
+                + " hook failed); capture_gap records "
                 + "written; " + dropped.get() + " lost in total");
     }
 

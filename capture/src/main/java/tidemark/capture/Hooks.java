@@ -68,6 +68,12 @@ public final class Hooks {
         }
     }
 
+    /** The task this thread records for, or null. */
+    private static Task boundTask() {
+        ThreadState s = STATE.get();
+        return s == null ? null : s.task;
+    }
+
     private static ThreadState enter(Object valve) {
         ThreadState s = STATE.get();
         if (s == null) {
@@ -96,7 +102,7 @@ public final class Hooks {
                         numChannels, watermark, null));
             }
         } catch (Throwable t) {
-            c.error(t);
+            c.failed(boundTask(), t);
         }
     }
 
@@ -114,7 +120,7 @@ public final class Hooks {
                         numChannels, idle ? 1 : 0, null));
             }
         } catch (Throwable t) {
-            c.error(t);
+            c.failed(boundTask(), t);
         }
     }
 
@@ -140,7 +146,7 @@ public final class Hooks {
                 c.offer(new Event(kind, s.task, s.task.nextSeq(), now, null, s.currentInput, 0, 0, value, null));
             }
         } catch (Throwable t) {
-            c.error(t);
+            c.failed(boundTask(), t);
         }
     }
 }

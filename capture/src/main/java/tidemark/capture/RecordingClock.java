@@ -36,8 +36,12 @@ final class RecordingClock extends Clock implements TimerGauge.StartStopListener
     private int recordedIdx;
     /** ts_ms of this gauge's last record (guarded by the gauge's lock). */
     private long lastRecordTs;
-    /** The view updater's round of the last update recorded (guarded by the gauge's lock). */
-    private long lastRound = -1;
+    /**
+     * The view updater's round of the last update recorded, NONE before the probe's first pass (guarded
+     * by the gauge's lock). Rounds count from 0, so "none yet" must not be a round number: with -1, a
+     * first pass in round 0 left it looking unset, and the next pass stamped round 0's update with its own.
+     */
+    private long lastRound = NONE;
     /** An update read inside update() whose published value is not known yet (guarded by the gauge's lock). */
     private Event pending;
 
@@ -86,7 +90,7 @@ final class RecordingClock extends Clock implements TimerGauge.StartStopListener
                 capture.offer(e);
             }
         } catch (Throwable t) {
-            capture.error(t);
+            capture.failed(task, t);
         }
         return now;
     }
@@ -123,7 +127,7 @@ final class RecordingClock extends Clock implements TimerGauge.StartStopListener
             lastRecordTs = ts;
             capture.offer(new Event(Event.TIMER, task, seq, ts, timer, action, 0, 0, 0, null));
         } catch (Throwable t) {
-            capture.error(t);
+            capture.failed(task, t);
         }
     }
 
@@ -131,7 +135,7 @@ final class RecordingClock extends Clock implements TimerGauge.StartStopListener
     void probe() {
         long round = Bursts.seen(delegate.absoluteTimeMillis());
         synchronized (gauge) {
-            if (lastRound < 0) {
+            if (lastRound == NONE) {
                 // the probe's first pass: Flink added it to the view updater with the task's gauges, so
                 // no update of this gauge happened in an earlier pass (views join at the end of a pass)
                 lastRound = round - 1;

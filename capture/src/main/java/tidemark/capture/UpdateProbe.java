@@ -22,14 +22,14 @@ final class UpdateProbe implements Gauge<Long>, View {
 
     @Override
     public void update() {
-        try {
-            for (RecordingClock c : clocks) {
+        for (RecordingClock c : clocks) {
+            try {
                 c.probe();
+            } catch (Throwable t) {
+                capture.failed(c.task, t);
             }
-            rounds++;
-        } catch (Throwable t) {
-            capture.error(t);
         }
+        rounds++;
     }
 
     @Override
