@@ -199,7 +199,11 @@ def test_a_failing_hook_becomes_a_gap_of_its_task(built: Path, tmp_path: Path) -
         (0, 1_000),
         (3, 4_000),
     ]
-    gaps = [(r["seq"], r["to_seq"], r["dropped"], r["reason"]) for r in recs if r["type"] == "capture_gap"]
+    gaps = [
+        (r["seq"], r["to_seq"], r["dropped"], r["reason"])
+        for r in recs
+        if r["type"] == "capture_gap"
+    ]
     assert gaps == [(1, 2, 2, "capture hook failed")]
     failures = [line for line in stderr.splitlines() if "a capture hook failed" in line]
     assert len(failures) == 1 and "broken valve" in failures[0], stderr
