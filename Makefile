@@ -62,6 +62,7 @@ format: install  ## apply ruff's formatting
 bench: install  ## benchmarks: ingest, dbt build and the Spark floor on $(BENCH_EVENTS) events
 	$(BIN)/python bench/run.py --events $(BENCH_EVENTS)
 	$(BIN)/python bench/warm.py --work bench-data/warm-$$(date +%s)
+	$(BIN)/python bench/ingest_history.py
 	$(MAKE) capture
 	java -cp capture/build/tidemark-capture.jar:$$(ls $$(capture/flink-jars.sh 2.2.0)/flink-dist*.jar) tidemark.capture.Bench
 	$(BIN)/python bench/capture_throughput.py --pairs 5

@@ -62,5 +62,10 @@ class Lake:
         return self.root / "_ingest" / "seen-files.json"
 
     @property
+    def bronze_summary(self) -> Path:
+        """Per task, the highest seq and the channels bronze holds (a cache: safe to delete)."""
+        return self.root / "_ingest" / "bronze-summary.arrow"
+
+    @property
     def logs(self) -> Path:
         return self.root / "logs"

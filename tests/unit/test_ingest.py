@@ -315,6 +315,76 @@ def test_duplicates_across_files_are_kept_once_and_conflicts_quarantined(
     assert first[0]["ts_ms"] == 1000  # the first one stays
 
 
+def _events_read_from_bronze(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the landed task events each ingest reads back from bronze to judge new ones."""
+    counts: list[int] = []
+    real = landing._landed_events
+
+    def counting(*args, **kwargs):
+        counts.append(0)
+        for table in real(*args, **kwargs):
+            counts[-1] += table.num_rows
+            yield table
+
+    monkeypatch.setattr(landing, "_landed_events", counting)
+    return counts
+
+
+def test_a_later_file_reads_back_only_the_tasks_it_might_repeat(
+    tmp_path: Path, lake: Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 10: ingest costs what is new. A capture's next file carries on each task's seq; only
+    an event at or below its task's highest landed seq makes ingest read that task back."""
+    history = [timer(seq) for seq in range(10)] + [timer(seq, subtask_index=1) for seq in range(10)]
+    ingest([write_jsonl(tmp_path / "a.jsonl", history)], lake)
+    read = _events_read_from_bronze(monkeypatch)
+
+    carry_on = [timer(seq) for seq in range(10, 13)] + [timer(10, subtask_index=1)]
+    report = ingest([write_jsonl(tmp_path / "b.jsonl", carry_on)], lake)
+    assert report.accepted == 4 and sum(read) == 0
+
+    repeat = [timer(13), timer(5, subtask_index=1), timer(6, subtask_index=1, ts_ms=1)]
+    report = ingest([write_jsonl(tmp_path / "c.jsonl", repeat)], lake)
+    assert (report.accepted, report.duplicates, report.quarantined) == (1, 1, 1)
+    assert sum(read) == 11  # subtask 1's landed events only (10 + 1), none of subtask 0's 13
+
+
+def test_new_events_below_a_tasks_highest_seq_land(tmp_path: Path, lake: Lake) -> None:
+    """A file delivered late fills a task's seq gap: below the highest seq, yet new."""
+    ingest([write_jsonl(tmp_path / "a.jsonl", [timer(0), timer(1), timer(5)])], lake)
+    late = write_jsonl(tmp_path / "late.jsonl", [timer(2), timer(3), timer(5), timer(1, ts_ms=7)])
+    report = ingest([late], lake)
+    assert (report.accepted, report.duplicates, report.quarantined) == (2, 1, 1)
+    assert sorted(r["seq"] for r in rows(lake, "timer_events")) == [0, 1, 2, 3, 5]
+
+
+@pytest.mark.parametrize("change", ["compacted", "damaged", "deleted"])
+def test_the_bronze_summary_is_rebuilt_when_it_cannot_be_trusted(
+    tmp_path: Path, lake: Lake, change: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The summary follows bronze through the files its Delta log adds. When files leave bronze
+    (compaction) or the summary is damaged or gone, it is rebuilt from bronze: the identity and
+    channel rules hold all the same."""
+    for n in range(3):  # three commits, so compaction has files to merge
+        ingest([write_jsonl(tmp_path / f"a{n}.jsonl", [timer(n), watermark(10 + n)])], lake)
+    if change == "compacted":
+        for table in ("timer_events", "watermark_events"):
+            DeltaTable(str(lake.bronze_table(table))).optimize.compact()
+    elif change == "damaged":
+        lake.bronze_summary.write_bytes(b"not arrow")
+    else:
+        lake.bronze_summary.unlink()
+    again = [timer(1), timer(2, ts_ms=5), watermark(13, num_channels=3), timer(3)]
+    with caplog.at_level("INFO", logger="tidemark.ingest.summary"):
+        report = ingest([write_jsonl(tmp_path / "b.jsonl", again)], lake)
+    assert (report.accepted, report.duplicates, report.quarantined) == (1, 1, 2)
+    assert sorted(quarantine_reasons(lake).values())[0].startswith("conflict")
+    assert "already has 2 channels" in sorted(quarantine_reasons(lake).values())[1]
+    expected_log = {"compacted": "lost files", "damaged": "rebuilt from bronze", "deleted": ""}
+    assert expected_log[change] in caplog.text
+    assert lake.bronze_summary.is_file()
+
+
 def test_identity_spans_event_types_and_attempts(tmp_path: Path, lake: Lake) -> None:
     path = write_jsonl(
         tmp_path / "a.jsonl",

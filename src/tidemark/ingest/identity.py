@@ -8,25 +8,26 @@ conflict (the first one stays, the later one is quarantined). ``num_channels`` i
 so a late re-delivery cannot make an old graph "latest" again.
 
 The index holds, per task, the sorted ``seq`` values that have landed and a 64-bit fingerprint of
-each payload, so memory is about 16 bytes per landed event, whatever the size of the file being
-read. It is rebuilt from the bronze Delta tables when an ingest starts: there is no second store
-to keep in step with them.
+each payload, so memory is about 16 bytes per loaded event, whatever the size of the file being
+read. An ingest starts it from a :class:`~tidemark.ingest.summary.BronzeSummary` (per task, the
+highest landed seq and the channels in force) and loads a task's landed seqs from bronze only
+when an event of that task is at or below that highest seq, i.e. might repeat one; a full index
+(``add_landed`` of all of bronze) is still what a file resumed after a crash is judged against.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tidemark.ingest.summary import BronzeSummary, Task, lowest_seqs
 from tidemark.ingest.validate import ACTIONS, OUTPUT_KINDS, STATUSES, TASK_TYPES, TIMERS
-
-Task = tuple[str, str, int, int]
 
 ACCEPTED, DUPLICATE, CONFLICT, CHANNELS_CHANGED = 0, 1, 2, 3
 
@@ -156,10 +157,25 @@ class Verdicts:
 
 
 class IdentityIndex:
-    """The identities (and payload fingerprints) of every task event landed so far."""
+    """The identities (and payload fingerprints) of the task events landed so far.
 
-    def __init__(self) -> None:
+    Without a summary, everything landed must be added with :meth:`add_landed`. With one, a task's
+    landed events are loaded through ``load`` (tasks -> their landed rows, parsed-schema columns)
+    the first time a block has an event of it that might repeat one.
+    """
+
+    def __init__(
+        self,
+        summary: BronzeSummary | None = None,
+        load: Callable[[list[Task]], pa.Table] | None = None,
+    ) -> None:
+        if (summary is None) != (load is None):
+            raise ValueError("a summary and its loader come together")
+        self._summary = summary
+        self._load = load
         self._ids: dict[Task, int] = {}
+        self._tasks: list[Task] = []
+        self._loaded: set[int] = set()
         self._seqs: list[np.ndarray] = []
         self._fps: list[np.ndarray] = []
         self._channels: dict[tuple[int, int], int] = {}
@@ -172,9 +188,33 @@ class IdentityIndex:
         found = self._ids.get(task)
         if found is None:
             found = self._ids[task] = len(self._seqs)
+            self._tasks.append(task)
             self._seqs.append(np.zeros(0, dtype=np.int64))
             self._fps.append(np.zeros(0, dtype=np.uint64))
+            if self._summary is not None:
+                for input_index, n in self._summary.channels.get(task, {}).items():
+                    self._channels[(found, input_index)] = n
         return found
+
+    def _load_if_needed(self, ids: np.ndarray, seqs: np.ndarray) -> None:
+        """Load the landed events of the block's tasks whose events might repeat one."""
+        if self._summary is None or self._load is None:
+            return
+        wanted = [
+            task_id
+            for task_id, lowest in lowest_seqs(ids, seqs).items()
+            if task_id not in self._loaded
+            and self._summary.may_repeat(self._tasks[task_id], lowest)
+        ]
+        if not wanted:
+            return
+        landed = self._load([self._tasks[t] for t in wanted])
+        self._loaded.update(wanted)
+        if landed.num_rows:
+            codes, tasks = task_codes(landed)
+            landed_ids = np.array([self._task_id(t) for t in tasks], dtype=np.int64)[codes]
+            # bronze may hold rows this ingest landed (and inserted) already: keep one of each
+            self._insert(landed_ids, _ints(landed["seq"]), fingerprints(landed), dedupe=True)
 
     # -- loading ---------------------------------------------------------------------------
     def add_landed(self, events: pa.Table) -> None:
@@ -198,7 +238,9 @@ class IdentityIndex:
         for row in vertices:
             self._vertices.add(vertex_key(row))
 
-    def _insert(self, ids: np.ndarray, seqs: np.ndarray, fps: np.ndarray) -> None:
+    def _insert(
+        self, ids: np.ndarray, seqs: np.ndarray, fps: np.ndarray, dedupe: bool = False
+    ) -> None:
         order = np.lexsort((seqs, ids))
         ids, seqs, fps = ids[order], seqs[order], fps[order]
         bounds = np.flatnonzero(np.diff(ids)) + 1
@@ -212,6 +254,10 @@ class IdentityIndex:
             if len(known) and known[-1] >= chunk_seqs[0]:  # not simply appended: sort again
                 keep = np.argsort(merged_seqs, kind="stable")
                 merged_seqs, merged_fps = merged_seqs[keep], merged_fps[keep]
+                if dedupe:  # the first of equal seqs is the one known before
+                    first = np.ones(len(merged_seqs), dtype=bool)
+                    first[1:] = merged_seqs[1:] != merged_seqs[:-1]
+                    merged_seqs, merged_fps = merged_seqs[first], merged_fps[first]
             self._seqs[task_id] = merged_seqs
             self._fps[task_id] = merged_fps
 
@@ -231,6 +277,7 @@ class IdentityIndex:
         codes, tasks = task_codes(events)
         ids = np.array([self._task_id(t) for t in tasks], dtype=np.int64)[codes]
         seqs = _ints(events["seq"])
+        self._load_if_needed(ids, seqs)
         fps = fingerprints(events)
 
         has_channels = np.asarray(

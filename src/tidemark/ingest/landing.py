@@ -31,9 +31,17 @@ import pyarrow.dataset as ds
 from deltalake import CommitProperties, DeltaTable, Field, Transaction, write_deltalake
 
 from tidemark.ingest import files
-from tidemark.ingest.identity import ACCEPTED, DUPLICATE, IdentityIndex, Verdicts
+from tidemark.ingest.identity import (
+    ACCEPTED,
+    DUPLICATE,
+    IdentityIndex,
+    Task,
+    Verdicts,
+    task_codes,
+)
 from tidemark.ingest.parse import Parsed, parse_lines
 from tidemark.ingest.schema import BRONZE_SCHEMAS, PARSED
+from tidemark.ingest.summary import BronzeSummary
 from tidemark.ingest.validate import TASK_TYPES, check_rows
 from tidemark.lake import Lake
 
@@ -141,32 +149,37 @@ def _app_id(sha256: str) -> str:
 
 
 def _scan(
-    table: DeltaTable, columns: list[str], exclude_sha: str | None
+    table: DeltaTable,
+    columns: list[str],
+    exclude_sha: str | None,
+    where: ds.Expression | None = None,
 ) -> Iterator[pa.RecordBatch]:
     dataset = table.to_pyarrow_dataset()
-    where = None if exclude_sha is None else ds.field("source_sha256") != exclude_sha
+    if exclude_sha is not None:
+        not_that_file = ds.field("source_sha256") != exclude_sha
+        where = not_that_file if where is None else where & not_that_file
     yield from dataset.to_batches(columns=columns, filter=where, batch_size=1 << 20)
 
 
-def load_index(tables: dict[str, DeltaTable], exclude_sha: str | None = None) -> IdentityIndex:
-    """Rebuild the identity index from bronze (optionally without one file's own rows)."""
-    index = IdentityIndex()
-    shapes = {
-        "timer_events": ("timer", ["ts_ms", "timer", "action", "published"]),
-        "valve_outputs": (
-            "valve_output",
-            ["ts_ms", "input_index", "kind", "watermark_ms", "status"],
-        ),
-        "capture_gaps": ("capture_gap", ["ts_ms", "to_seq", "to_ts_ms", "dropped", "reason"]),
-        "watermark_events": (
-            None,
-            ["ts_ms", "input_index", "channel_index", "num_channels", "watermark_ms", "status"],
-        ),
-    }
-    identity = ["job_id", "vertex_id", "subtask_index", "attempt", "seq"]
-    for name, (kind, payload) in shapes.items():
+_TASK_SHAPES = {
+    "timer_events": ("timer", ["ts_ms", "timer", "action", "published"]),
+    "valve_outputs": ("valve_output", ["ts_ms", "input_index", "kind", "watermark_ms", "status"]),
+    "capture_gaps": ("capture_gap", ["ts_ms", "to_seq", "to_ts_ms", "dropped", "reason"]),
+    "watermark_events": (
+        None,
+        ["ts_ms", "input_index", "channel_index", "num_channels", "watermark_ms", "status"],
+    ),
+}
+_IDENTITY = ["job_id", "vertex_id", "subtask_index", "attempt", "seq"]
+
+
+def _landed_events(
+    tables: dict[str, DeltaTable], exclude_sha: str | None, where: ds.Expression | None = None
+) -> Iterator[pa.Table]:
+    """The task events in bronze (parsed-schema columns), optionally filtered."""
+    for name, (kind, payload) in _TASK_SHAPES.items():
         extra = [] if kind else ["event_type"]
-        for batch in _scan(tables[name], identity + payload + extra, exclude_sha):
+        for batch in _scan(tables[name], _IDENTITY + payload + extra, exclude_sha, where):
             table = pa.Table.from_batches([batch])
             if kind:
                 table = table.append_column("type", pa.array([kind] * table.num_rows, pa.string()))
@@ -174,7 +187,12 @@ def load_index(tables: dict[str, DeltaTable], exclude_sha: str | None = None) ->
                 table = table.rename_columns(
                     ["type" if c == "event_type" else c for c in table.column_names]
                 )
-            index.add_landed(_conform(table))
+            yield _conform(table)
+
+
+def _add_landed_vertices(
+    index: IdentityIndex, tables: dict[str, DeltaTable], exclude_sha: str | None
+) -> None:
     for batch in _scan(
         tables["vertices"],
         ["job_id", "vertex_id", "vertex_name", "parallelism", "busy_time_enabled"]
@@ -182,6 +200,41 @@ def load_index(tables: dict[str, DeltaTable], exclude_sha: str | None = None) ->
         exclude_sha,
     ):
         index.add_landed_vertices(batch.to_pylist())
+
+
+def load_index(tables: dict[str, DeltaTable], exclude_sha: str | None = None) -> IdentityIndex:
+    """The identity index of all of bronze (optionally without one file's own rows)."""
+    index = IdentityIndex()
+    for table in _landed_events(tables, exclude_sha):
+        index.add_landed(table)
+    _add_landed_vertices(index, tables, exclude_sha)
+    return index
+
+
+def open_index(lake: Lake, tables: dict[str, DeltaTable]) -> IdentityIndex:
+    """An identity index that loads a task's landed events only when a new one might repeat one.
+
+    Its cost follows the new data: the bronze summary is brought up to date from the data files
+    added since the last ingest, and most tasks' events are simply above their highest seq.
+    """
+    summary = BronzeSummary.brought_up_to_date(lake.bronze_summary, tables)
+
+    def load(tasks: list[Task]) -> pa.Table:
+        where = None
+        for position, name in enumerate(_IDENTITY[:4]):
+            values = ds.field(name).isin(sorted({t[position] for t in tasks}))
+            where = values if where is None else where & values
+        wanted = set(tasks)
+        found = []
+        for table in _landed_events(tables, None, where):
+            codes, seen = task_codes(table)
+            keep = np.array([t in wanted for t in seen], dtype=bool)
+            if len(keep):
+                found.append(table.filter(pa.array(keep[codes])))
+        return pa.concat_tables(found) if found else PARSED.empty_table()
+
+    index = IdentityIndex(summary, load)
+    _add_landed_vertices(index, tables, None)
     return index
 
 
@@ -262,7 +315,9 @@ def ingest(
                 if index is None or any(v is not None for v in committed.values()):
                     # A file that crashed part-way is judged against bronze without its own rows.
                     resuming = any(v is not None for v in committed.values())
-                    index = load_index(tables, print_.sha256 if resuming else None)
+                    index = (
+                        load_index(tables, print_.sha256) if resuming else open_index(lake, tables)
+                    )
                 progress.file_started(path, size, "landing")
                 next_id = _land_file(
                     path,

@@ -1,0 +1,179 @@
+"""Per task, what bronze already holds: its highest ``seq`` and the ``num_channels`` of each input.
+
+The identity rules (contract §1, :mod:`tidemark.ingest.identity`) need a task's landed seqs only
+when a new event could repeat one: a capture's next file carries on each task's seq, so for almost
+every event "above the highest landed seq" settles it. This summary is what makes an ingest cost
+what is new rather than all of bronze: it is O(tasks), kept in ``lake.bronze_summary``, and brought
+up to date from the Delta log by reading only the data files added since it was saved. A file
+that left a table's snapshot (compaction, a rewrite) means it cannot be updated that way: it is
+then rebuilt from the whole table, once. A missing or unreadable summary is rebuilt the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+from deltalake import DeltaTable
+
+Task = tuple[str, str, int, int]
+
+log = logging.getLogger(__name__)
+
+TASK_TABLES = ("timer_events", "valve_outputs", "capture_gaps", "watermark_events")
+IDENTITY = ["job_id", "vertex_id", "subtask_index", "attempt", "seq"]
+_SCHEMA = pa.schema(
+    [
+        ("job_id", pa.string()),
+        ("vertex_id", pa.string()),
+        ("subtask_index", pa.int64()),
+        ("attempt", pa.int64()),
+        ("max_seq", pa.int64()),
+        ("input_index", pa.int64()),  # null: the task's row; else one input's channels
+        ("num_channels", pa.int64()),
+    ]
+)
+
+
+@dataclass
+class BronzeSummary:
+    """The highest landed seq per task and the channels in force per (task, input)."""
+
+    max_seq: dict[Task, int] = field(default_factory=dict)
+    channels: dict[Task, dict[int, int]] = field(default_factory=dict)
+    files: dict[str, list[str]] = field(default_factory=dict)  # per table: the files it reflects
+
+    # -- keeping it up to date ---------------------------------------------------------------
+    @classmethod
+    def brought_up_to_date(cls, path: Path, tables: dict[str, DeltaTable]) -> BronzeSummary:
+        """The saved summary plus the files added to ``tables`` since; saved again if it changed."""
+        summary = cls.load(path)
+        changed = False
+        for name in TASK_TABLES:
+            dataset = tables[name].to_pyarrow_dataset()
+            fragments = list(dataset.get_fragments())
+            current = [f.path for f in fragments]
+            known = set(summary.files.get(name, []))
+            if not known <= set(current):
+                log.info("%s lost files since the bronze summary was saved: rebuilding it", name)
+                return cls.rebuilt(path, tables)
+            new = [f for f in fragments if f.path not in known]
+            if new:
+                summary._add(_batches(dataset, new))
+                changed = True
+            summary.files[name] = current
+        if changed:
+            summary.save(path)
+        return summary
+
+    @classmethod
+    def rebuilt(cls, path: Path, tables: dict[str, DeltaTable]) -> BronzeSummary:
+        summary = cls()
+        for name in TASK_TABLES:
+            dataset = tables[name].to_pyarrow_dataset()
+            fragments = list(dataset.get_fragments())
+            summary._add(_batches(dataset, fragments))
+            summary.files[name] = [f.path for f in fragments]
+        summary.save(path)
+        return summary
+
+    def _add(self, batches: Iterator[pa.RecordBatch]) -> None:
+        for batch in batches:
+            table = pa.Table.from_batches([batch])
+            if table.num_rows == 0:
+                continue
+            keys = ["job_id", "vertex_id", "subtask_index", "attempt"]
+            for row in table.group_by(keys).aggregate([("seq", "max")]).to_pylist():
+                task = (row["job_id"], row["vertex_id"], row["subtask_index"], row["attempt"])
+                highest = row["seq_max"]
+                if self.max_seq.get(task, -1) < highest:
+                    self.max_seq[task] = highest
+            if "num_channels" not in table.column_names:
+                continue
+            with_channels = table.filter(pc.is_valid(table["num_channels"]))
+            grouped = with_channels.group_by([*keys, "input_index"]).aggregate(
+                [("num_channels", "min")]
+            )
+            for row in grouped.to_pylist():
+                task = (row["job_id"], row["vertex_id"], row["subtask_index"], row["attempt"])
+                # landed rows of one (task, input) all have the same count: the first one in
+                # force; a different one is quarantined (contract §1)
+                self.channels.setdefault(task, {}).setdefault(
+                    row["input_index"], row["num_channels_min"]
+                )
+
+    # -- storage -----------------------------------------------------------------------------
+    @classmethod
+    def load(cls, path: Path) -> BronzeSummary:
+        try:
+            with pa.memory_map(str(path)) as source:
+                table = pa.ipc.open_file(source).read_all()
+            files = json.loads(table.schema.metadata[b"tidemark.files"])
+            if table.schema.remove_metadata() != _SCHEMA or not isinstance(files, dict):
+                raise ValueError("unexpected layout")
+        except FileNotFoundError:
+            return cls()
+        except (OSError, ValueError, KeyError, TypeError, pa.ArrowException) as exc:
+            log.warning("ignoring %s (%s): it is rebuilt from bronze", path, exc)
+            return cls()
+        summary = cls(files=files)
+        rows = table.to_pydict()
+        for job, vertex, subtask, attempt, highest, input_index, channels in zip(
+            *(rows[name] for name in _SCHEMA.names), strict=True
+        ):
+            task = (job, vertex, subtask, attempt)
+            if input_index is None:
+                summary.max_seq[task] = highest
+            else:
+                summary.channels.setdefault(task, {})[input_index] = channels
+        return summary
+
+    def save(self, path: Path) -> None:
+        columns: dict[str, list[object]] = {name: [] for name in _SCHEMA.names}
+
+        def row(task: Task, highest: int | None, input_index: int | None, n: int | None) -> None:
+            for name, value in zip(_SCHEMA.names, (*task, highest, input_index, n), strict=True):
+                columns[name].append(value)
+
+        for task, highest in self.max_seq.items():
+            row(task, highest, None, None)
+        for task, inputs in self.channels.items():
+            for input_index, n in inputs.items():
+                row(task, None, input_index, n)
+        schema = _SCHEMA.with_metadata({"tidemark.files": json.dumps(self.files)})
+        table = pa.table(columns, schema=schema)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(".partial")
+        with pa.OSFile(str(partial), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+            writer.write_table(table)
+        partial.replace(path)
+
+    # -- questions ---------------------------------------------------------------------------
+    def may_repeat(self, task: Task, lowest_seq: int) -> bool:
+        """True when an event of ``task`` with a seq this low may repeat a landed identity."""
+        highest = self.max_seq.get(task)
+        return highest is not None and lowest_seq <= highest
+
+
+def _batches(
+    dataset: ds.FileSystemDataset, fragments: list[ds.Fragment]
+) -> Iterator[pa.RecordBatch]:
+    names = set(dataset.schema.names)
+    columns = IDENTITY + [c for c in ("input_index", "num_channels") if c in names]
+    subset = ds.FileSystemDataset(fragments, dataset.schema, dataset.format, dataset.filesystem)
+    yield from subset.to_batches(columns=columns, batch_size=1 << 20)
+
+
+def lowest_seqs(ids: np.ndarray, seqs: np.ndarray) -> dict[int, int]:
+    """The lowest seq of each task id in a block."""
+    order = np.lexsort((seqs, ids))
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = ids[order][1:] != ids[order][:-1]
+    return dict(zip(ids[order][first].tolist(), seqs[order][first].tolist(), strict=True))
