@@ -62,6 +62,7 @@ Why this shape (measured on two cores, ``bench/valve.py``):
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from udfs.task_feed import (
@@ -85,7 +86,7 @@ __all__ = [
     "CODE_IDLE",
     "CODE_NO_WATERMARK",
     "CODE_WATERMARK",
-    "INPUT_CODE_SQL",
+    "MACROS",
     "OUTPUT_COLUMNS",
     "TASK_COLUMNS",
     "VALVE_FUNCTION",
@@ -100,14 +101,20 @@ __all__ = [
 CHUNK_SEQS = 65_536
 """Events of one input whose ``seq`` falls in one range of this size travel in one chunk row."""
 
-INPUT_CODE_SQL = f"""case
-            when event_type = 'watermark' and watermark_ms is not null then {CODE_WATERMARK}
-            when event_type = 'watermark' then {CODE_NO_WATERMARK}
-            when status = 'IDLE' then {CODE_IDLE}
-            when status = 'ACTIVE' then {CODE_ACTIVE}
-            else {CODE_BAD_STATUS}
-        end"""
-"""SQL of an event's code, over the columns of ``stg_bronze__watermark_events``."""
+MACROS = Path(__file__).resolve().parents[1] / "macros"
+"""The dbt project's macros: the valve's input rows are defined there once (see valve_input_sql)."""
+
+
+def _render_macro(name: str, *args: object, **kwargs: object) -> str:
+    """The SQL of the dbt project's macro ``name`` (a plain Jinja macro, no dbt context needed)."""
+    import jinja2
+
+    path = MACROS / f"{name}.sql"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: valve_input_sql needs tidemark's dbt project")
+    module = jinja2.Environment().from_string(path.read_text()).module
+    return str(getattr(module, name)(*args, **kwargs))
+
 
 TASK_COLUMNS = (
     ("job_id", "string"),
@@ -220,51 +227,23 @@ def valve_input_sql(events: str, *, chunk_seqs: int = CHUNK_SEQS) -> str:
     ``events`` is a relation with the columns of ``stg_bronze__watermark_events`` (``job_id``,
     ``vertex_id``, ``subtask_index``, ``attempt``, ``input_index``, ``seq``, ``ts_ms``,
     ``event_type``, ``channel_index``, ``num_channels``, ``watermark_ms``, ``status``). Every task
-    starts fresh. The dbt model ``int_valve_outputs_computed`` builds the same shape, with saved
-    state and only the events each task still needs; tests and ``bench/valve.py`` use this.
+    starts fresh. It renders the dbt macros the model ``int_valve_outputs_computed`` uses
+    (``tidemark_valve_input_rows``, ``tidemark_valve_input_code``), so tests and
+    ``bench/valve.py`` feed the UDTF exactly what the models feed it.
     """
-    return f"""
+    tasks = f"""(
         select
             job_id, vertex_id, subtask_index, attempt,
-            cast(-1 as bigint) as chunk_index,
             sort_array(collect_set(input_index)) as task_inputs,
             cast(null as string) as state,
-            cast(-1 as bigint) as resumed_after_seq,
-            cast(null as int) as input_index,
-            cast(null as int) as num_channels,
-            cast(null as string) as bad_status,
-            cast(null as array<bigint>) as seqs,
-            cast(null as array<bigint>) as ts_ms,
-            cast(null as array<int>) as channels,
-            cast(null as array<bigint>) as watermarks,
-            cast(null as array<int>) as codes
+            cast(-1 as bigint) as resumed_after_seq
         from {events}
         group by job_id, vertex_id, subtask_index, attempt
-        union all
-        select
-            job_id, vertex_id, subtask_index, attempt, chunk_index,
-            null, null, null,
-            input_index, num_channels, bad_status,
-            transform(events, e -> e.seq),
-            transform(events, e -> e.ts_ms),
-            transform(events, e -> e.channel_index),
-            transform(events, e -> e.watermark_ms),
-            transform(events, e -> e.code)
-        from (
-            select
-                job_id, vertex_id, subtask_index, attempt, input_index, num_channels,
-                seq div {int(chunk_seqs)} as chunk_index,
-                min_by(status, seq) filter (where {INPUT_CODE_SQL} = {CODE_BAD_STATUS})
-                    as bad_status,
-                collect_list(struct(
-                    seq, ts_ms, channel_index, coalesce(watermark_ms, 0) as watermark_ms,
-                    {INPUT_CODE_SQL} as code
-                )) as events
-            from {events}
-            group by job_id, vertex_id, subtask_index, attempt, input_index, num_channels,
-                seq div {int(chunk_seqs)}
-        )
-    """
+    ) as valve_tasks"""
+    coded = f"""(
+        select *, {_render_macro("tidemark_valve_input_code")} as input_code from {events}
+    ) as coded_events"""
+    return _render_macro("tidemark_valve_input_rows", tasks, coded, chunk_seqs=int(chunk_seqs))
 
 
 def valve_call_sql(

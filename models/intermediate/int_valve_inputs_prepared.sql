@@ -27,16 +27,7 @@ final as (
         num_channels,
         watermark_ms,
         status,
-        -- What the event is for the UDTF (udfs/spark.py: its input arrays hold no NULLs):
-        -- -1 a watermark (W1-W4), 0 IDLE and 1 ACTIVE (S1-S3), 2 a status that is neither,
-        -- 3 a watermark without its value. The valve refuses 2 and 3, naming task and seq.
-        case
-            when event_type = 'watermark' and watermark_ms is not null then -1
-            when event_type = 'watermark' then 3
-            when status = 'IDLE' then 0
-            when status = 'ACTIVE' then 1
-            else 2
-        end as input_code,
+        {{ tidemark_valve_input_code() }} as input_code,
         ingest_id
     from watermark_events
 

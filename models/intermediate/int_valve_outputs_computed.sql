@@ -220,7 +220,7 @@ fed_events as (
 
 ),
 
-header_rows as (
+valve_tasks as (
 
     -- One per task: its inputs and the state to resume from (udfs/spark.py).
     select
@@ -228,18 +228,9 @@ header_rows as (
         resume_points.vertex_id,
         resume_points.subtask_index,
         resume_points.attempt,
-        cast(-1 as bigint) as chunk_index,
         task_inputs.task_inputs,
         resume_points.state,
-        resume_points.resumed_after_seq,
-        cast(null as int) as input_index,
-        cast(null as int) as num_channels,
-        cast(null as string) as bad_status,
-        cast(null as array<bigint>) as seqs,
-        cast(null as array<bigint>) as ts_ms,
-        cast(null as array<int>) as channels,
-        cast(null as array<bigint>) as watermarks,
-        cast(null as array<int>) as codes
+        resume_points.resumed_after_seq
     from resume_points
     inner join task_inputs
         on
@@ -250,55 +241,9 @@ header_rows as (
 
 ),
 
-chunked_events as (
-
-    -- The events of one input in one range of 65536 seqs travel as one row of arrays without
-    -- NULLs: a row-at-a-time UDTF is ten times slower (udfs/spark.py). The UDTF sorts by seq.
-    select
-        job_id,
-        vertex_id,
-        subtask_index,
-        attempt,
-        input_index,
-        num_channels,
-        seq div 65536 as chunk_index,
-        min_by(status, seq) filter (where input_code = 2) as bad_status,
-        collect_list(
-            struct(seq, ts_ms, channel_index, coalesce(watermark_ms, 0) as watermark_ms, input_code)
-        ) as events
-    from fed_events
-    group by job_id, vertex_id, subtask_index, attempt, input_index, num_channels, seq div 65536
-
-),
-
-chunk_rows as (
-
-    select
-        job_id,
-        vertex_id,
-        subtask_index,
-        attempt,
-        chunk_index,
-        cast(null as array<int>) as task_inputs,
-        cast(null as string) as state,
-        cast(null as bigint) as resumed_after_seq,
-        input_index,
-        num_channels,
-        bad_status,
-        transform(events, event -> event.seq) as seqs,
-        transform(events, event -> event.ts_ms) as ts_ms,
-        transform(events, event -> event.channel_index) as channels,
-        transform(events, event -> event.watermark_ms) as watermarks,
-        transform(events, event -> event.input_code) as codes
-    from chunked_events
-
-),
-
 valve_input_rows as (
 
-    select * from header_rows
-    union all
-    select * from chunk_rows
+    {{ tidemark_valve_input_rows('valve_tasks', 'fed_events') }}
 
 ),
 
