@@ -78,36 +78,25 @@ def warehouse_rows(lake: Lake, schema: str, name: str) -> list[dict]:
     return ds.dataset(path, format="parquet", partitioning="hive").to_table().to_pylist()
 
 
+def warehouse_dump(lake: Lake, schema: str) -> dict[str, list[str]]:
+    """Every table of ``schema`` in the warehouse, rows as sorted JSON strings, read from its
+    parquet files without starting Spark (views are not there: they hold no rows of their own)."""
+    import json
+
+    folder = lake.warehouse / f"{schema}.db"
+    tables = sorted(p for p in folder.iterdir() if p.is_dir()) if folder.exists() else []
+    return {
+        f"{schema}.{path.name}": sorted(
+            json.dumps(row, sort_keys=True, default=str)
+            for row in warehouse_rows(lake, schema, path.name)
+        )
+        for path in tables
+    }
+
+
 def sql_rows(query: str, lake: Lake) -> list[dict]:
     """Rows of a query through ``tidemark sql --format jsonl``."""
     import json
 
     out = tidemark("sql", query, "--format", "jsonl", lake=lake).check().stdout
     return [json.loads(line) for line in out.splitlines() if line.strip()]
-
-
-_DUMP = """
-import json, sys
-from tidemark.spark.session import spark_session
-spark = spark_session()
-out = {}
-for schema in sys.argv[1:]:
-    if not spark.catalog.databaseExists(schema):
-        continue
-    for row in spark.sql(f"show tables in {schema}").collect():
-        if row.isTemporary:
-            continue
-        frame = spark.sql(f"select * from {schema}.{row.tableName}")
-        rows = [json.dumps(r.asDict(recursive=True), sort_keys=True, default=str)
-                for r in frame.collect()]
-        out[f"{schema}.{row.tableName}"] = sorted(rows)
-print(json.dumps(out))
-"""
-
-
-def dump_tables(lake: Lake, *schemas: str) -> dict[str, list[str]]:
-    """Every table of ``schemas`` (default: the marts' schema), rows as sorted JSON strings."""
-    import json
-
-    result = run([sys.executable, "-c", _DUMP, *(schemas or ("tidemark",))], lake).check()
-    return json.loads(result.stdout.strip().splitlines()[-1])

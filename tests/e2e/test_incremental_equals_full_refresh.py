@@ -8,10 +8,11 @@ deliveries and late events (a batch holds events of lower seq than ones landed b
 table built in schema `tidemark` must then equal a `dbt build --full-refresh` of all the files on
 a fresh lake (the watermark marts: test_watermarks.py).
 
-Each dbt run costs ~30 s, so `make test` draws one example (TIDEMARK_PROPERTY_EXAMPLES; `make
-test-deep` draws 8) and there is no shrinking; a failure prints the drawn example and keeps its
-lakes. Batches before the last `dbt run`; the last batch's `dbt build` runs the data tests too
-(not the unit tests: they do not depend on the data and run on the demo lake).
+Each dbt run costs ~30 s, so this is a `deep` test: `make test-deep` draws 8 examples
+(TIDEMARK_PROPERTY_EXAMPLES; CI draws 2), `make test` none, and there is no shrinking; a
+failure prints the drawn example and keeps its lakes. Batches before the last `dbt run`; the
+last batch's `dbt build` runs the data tests too (not the unit tests: they do not depend on the
+data and run on the demo lake).
 """
 
 from __future__ import annotations
@@ -157,6 +158,7 @@ def dbt_vars(values: dict) -> str:
     return "{" + ", ".join(f"{k}: {v}" for k, v in values.items()) + "}"
 
 
+@pytest.mark.deep
 @settings(
     max_examples=EXAMPLES,
     deadline=None,

@@ -8,11 +8,12 @@
   duplicate deliveries, shuffled files), `dbt build` after each, give exactly the watermark marts
   of one `dbt build --full-refresh` over all the files on a fresh lake.
 
-Every dbt run costs 30-60 s on two cores, so `make test` runs one example (in order, late events,
-default semantics) and `make test-deep` four (TIDEMARK_WATERMARK_EXAMPLES; odd ones batch at
-random with the later semantics). Builds select the watermark models and what they need
-(`+int_valve_states_checkpointed`); the last incremental one runs their data tests, never the
-unit tests, which do not depend on the data and run on the demo lake.
+Every dbt run costs 30-60 s on two cores, so the incremental tests are `deep`: `make test-deep`
+runs four examples (TIDEMARK_WATERMARK_EXAMPLES; CI two; the first in order, late events, default
+semantics, odd ones batch at random with the later semantics), `make test` none. Builds select
+the watermark models and what they need (`+int_valve_states_checkpointed`); the last
+incremental one runs their data tests, never the unit tests, which do not depend on the data and
+run on the demo lake.
 """
 
 from __future__ import annotations
@@ -290,6 +291,7 @@ def batches_of(events: list[dict], rng: random.Random, mode: str, n: int) -> lis
     return batches
 
 
+@pytest.mark.deep
 @pytest.mark.parametrize("example", range(EXAMPLES))
 def test_incremental_builds_equal_a_full_refresh(example: int, tmp_path: Path) -> None:
     """Contract §5 for the watermark marts, whatever the batching, order and duplicates."""
@@ -356,6 +358,7 @@ def test_incremental_builds_equal_a_full_refresh(example: int, tmp_path: Path) -
         assert canonical(got) == canonical(want), f"tidemark.{name} differs from a full refresh"
 
 
+@pytest.mark.deep
 def test_changing_valve_semantics_recomputes_every_task(tmp_path: Path) -> None:
     """A build with another `valve_semantics` and no new events equals a full refresh with it."""
     events = hand_built_events(random.Random(99))
