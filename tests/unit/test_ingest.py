@@ -226,6 +226,7 @@ def test_a_lake_from_before_captures_gains_the_new_tables_and_column(
     )
     for name in ("valve_outputs", "capture_gaps"):
         shutil.rmtree(lake.bronze_table(name))
+    DeltaTable(str(table_path)).alter.set_table_properties({"delta.checkpointInterval": "100"})
     assert "published" not in DeltaTable(str(table_path)).schema().to_arrow().names
     report = ingest(
         [write_jsonl(tmp_path / "new.jsonl", [update(1), valve_output(2), capture_gap(3)])], lake
@@ -236,6 +237,11 @@ def test_a_lake_from_before_captures_gains_the_new_tables_and_column(
         (1, 250),
     ]
     assert len(rows(lake, "valve_outputs")) == 1 and len(rows(lake, "capture_gaps")) == 1
+    # the old table (overwritten without its properties) is given them again: a checkpoint
+    # every 10 commits bounds what opening a table replays (issue 10)
+    for name in ("timer_events", "valve_outputs", "ingest_log"):
+        configuration = DeltaTable(str(lake.bronze_table(name))).metadata().configuration
+        assert configuration.get("delta.checkpointInterval") == "10", name
 
 
 def test_vertex_defaults(tmp_path: Path, lake: Lake) -> None:

@@ -48,6 +48,9 @@ from tidemark.lake import Lake
 log = logging.getLogger(__name__)
 
 LINES_PER_BLOCK = 200_000
+# A checkpoint every 10 commits (Delta's default is 100): every ingest opens each bronze table, and
+# opening one replays the log since its last checkpoint.
+TABLE_PROPERTIES = {"delta.checkpointInterval": "10"}
 WRITE_ORDER = (
     "timer_events",
     "watermark_events",
@@ -126,20 +129,26 @@ def ensure_tables(lake: Lake) -> dict[str, DeltaTable]:
     """Open the bronze tables, creating any that are missing (empty, with their schema).
 
     A lake made by an older tidemark gains the tables and the (nullable) columns added since,
-    e.g. ``timer_events.published``: its rows keep their values and read NULL in the new columns.
+    e.g. ``timer_events.published``: its rows keep their values and read NULL in the new columns;
+    and its tables get :data:`TABLE_PROPERTIES`.
     """
     tables = {}
     for name, schema in BRONZE_SCHEMAS.items():
         path = lake.bronze_table(name)
         if not DeltaTable.is_deltatable(str(path)):
             path.mkdir(parents=True, exist_ok=True)
-            DeltaTable.create(str(path), schema=schema, name=name, mode="ignore")
+            DeltaTable.create(
+                str(path), schema=schema, name=name, mode="ignore", configuration=TABLE_PROPERTIES
+            )
         table = DeltaTable(str(path))
         have = set(table.schema().to_arrow().names)
         missing = [f for f in schema if f.name not in have]
         if missing:
             log.info("adding column(s) %s to %s", ", ".join(f.name for f in missing), name)
             table.alter.add_columns([Field.from_arrow(f) for f in missing])
+        configured = table.metadata().configuration
+        if any(configured.get(k) != v for k, v in TABLE_PROPERTIES.items()):
+            table.alter.set_table_properties(TABLE_PROPERTIES)
         tables[name] = table
     return tables
 
@@ -211,13 +220,12 @@ def load_index(tables: dict[str, DeltaTable], exclude_sha: str | None = None) ->
     return index
 
 
-def open_index(lake: Lake, tables: dict[str, DeltaTable]) -> IdentityIndex:
+def open_index(summary: BronzeSummary, tables: dict[str, DeltaTable]) -> IdentityIndex:
     """An identity index that loads a task's landed events only when a new one might repeat one.
 
-    Its cost follows the new data: the bronze summary is brought up to date from the data files
-    added since the last ingest, and most tasks' events are simply above their highest seq.
+    Its cost follows the new data: ``summary`` is up to date (brought so from the data files added
+    since the last ingest), and most tasks' new events are simply above their highest seq.
     """
-    summary = BronzeSummary.brought_up_to_date(lake.bronze_summary, tables)
 
     def load(tasks: list[Task]) -> pa.Table:
         where = None
@@ -260,16 +268,6 @@ def _next_ingest_id(tables: dict[str, DeltaTable]) -> int:
     return highest + 1
 
 
-def _done_files(tables: dict[str, DeltaTable]) -> dict[str, int]:
-    done: dict[str, int] = {}
-    for batch in _scan(tables["ingest_log"], ["source_sha256", "lines_read"], None):
-        for sha, lines in zip(
-            batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True
-        ):
-            done[sha] = lines
-    return done
-
-
 def ingest(
     paths: list[Path],
     lake: Lake,
@@ -287,7 +285,11 @@ def ingest(
     with _ingest_lock(lake):
         tables = ensure_tables(lake)
         index: IdentityIndex | None = None
-        done = _done_files(tables)
+        # up to date with bronze until this ingest commits; None after that
+        summary: BronzeSummary | None = BronzeSummary.brought_up_to_date(
+            lake.bronze_summary, tables
+        )
+        done = dict(summary.done)
         next_id = _next_ingest_id(tables)
         seen = SeenFiles.load(lake)
         for path in targets:
@@ -315,10 +317,14 @@ def ingest(
                 if index is None or any(v is not None for v in committed.values()):
                     # A file that crashed part-way is judged against bronze without its own rows.
                     resuming = any(v is not None for v in committed.values())
-                    index = (
-                        load_index(tables, print_.sha256) if resuming else open_index(lake, tables)
-                    )
+                    if resuming:
+                        index = load_index(tables, print_.sha256)
+                    else:
+                        if summary is None:  # bronze changed since: bring it up to date again
+                            summary = BronzeSummary.brought_up_to_date(lake.bronze_summary, tables)
+                        index = open_index(summary, tables)
                 progress.file_started(path, size, "landing")
+                summary = None  # this file's commits are not in it
                 next_id = _land_file(
                     path,
                     print_.sha256,

@@ -1,4 +1,5 @@
-"""Per task, what bronze already holds: its highest ``seq`` and the ``num_channels`` of each input.
+"""What bronze already holds, in short: per task its highest ``seq`` and the ``num_channels`` of
+each input, and the files landed (``ingest_log``: sha256 -> lines read).
 
 The identity rules (contract §1, :mod:`tidemark.ingest.identity`) need a task's landed seqs only
 when a new event could repeat one: a capture's next file carries on each task's seq, so for almost
@@ -28,6 +29,7 @@ Task = tuple[str, str, int, int]
 log = logging.getLogger(__name__)
 
 TASK_TABLES = ("timer_events", "valve_outputs", "capture_gaps", "watermark_events")
+TABLES = (*TASK_TABLES, "ingest_log")
 IDENTITY = ["job_id", "vertex_id", "subtask_index", "attempt", "seq"]
 _SCHEMA = pa.schema(
     [
@@ -48,6 +50,7 @@ class BronzeSummary:
 
     max_seq: dict[Task, int] = field(default_factory=dict)
     channels: dict[Task, dict[int, int]] = field(default_factory=dict)
+    done: dict[str, int] = field(default_factory=dict)  # ingest_log: sha256 -> lines read
     files: dict[str, list[str]] = field(default_factory=dict)  # per table: the files it reflects
 
     # -- keeping it up to date ---------------------------------------------------------------
@@ -56,7 +59,7 @@ class BronzeSummary:
         """The saved summary plus the files added to ``tables`` since; saved again if it changed."""
         summary = cls.load(path)
         changed = False
-        for name in TASK_TABLES:
+        for name in TABLES:
             dataset = tables[name].to_pyarrow_dataset()
             fragments = list(dataset.get_fragments())
             current = [f.path for f in fragments]
@@ -66,7 +69,7 @@ class BronzeSummary:
                 return cls.rebuilt(path, tables)
             new = [f for f in fragments if f.path not in known]
             if new:
-                summary._add(_batches(dataset, new))
+                summary._add(name, _batches(name, dataset, new))
                 changed = True
             summary.files[name] = current
         if changed:
@@ -76,18 +79,22 @@ class BronzeSummary:
     @classmethod
     def rebuilt(cls, path: Path, tables: dict[str, DeltaTable]) -> BronzeSummary:
         summary = cls()
-        for name in TASK_TABLES:
+        for name in TABLES:
             dataset = tables[name].to_pyarrow_dataset()
             fragments = list(dataset.get_fragments())
-            summary._add(_batches(dataset, fragments))
+            summary._add(name, _batches(name, dataset, fragments))
             summary.files[name] = [f.path for f in fragments]
         summary.save(path)
         return summary
 
-    def _add(self, batches: Iterator[pa.RecordBatch]) -> None:
+    def _add(self, name: str, batches: Iterator[pa.RecordBatch]) -> None:
         for batch in batches:
             table = pa.Table.from_batches([batch])
             if table.num_rows == 0:
+                continue
+            if name == "ingest_log":
+                shas, lines = table["source_sha256"].to_pylist(), table["lines_read"].to_pylist()
+                self.done.update(zip(shas, lines, strict=True))
                 continue
             keys = ["job_id", "vertex_id", "subtask_index", "attempt"]
             for row in table.group_by(keys).aggregate([("seq", "max")]).to_pylist():
@@ -116,14 +123,17 @@ class BronzeSummary:
             with pa.memory_map(str(path)) as source:
                 table = pa.ipc.open_file(source).read_all()
             files = json.loads(table.schema.metadata[b"tidemark.files"])
+            done = json.loads(table.schema.metadata[b"tidemark.done"])
             if table.schema.remove_metadata() != _SCHEMA or not isinstance(files, dict):
+                raise ValueError("unexpected layout")
+            if not isinstance(done, dict):
                 raise ValueError("unexpected layout")
         except FileNotFoundError:
             return cls()
         except (OSError, ValueError, KeyError, TypeError, pa.ArrowException) as exc:
             log.warning("ignoring %s (%s): it is rebuilt from bronze", path, exc)
             return cls()
-        summary = cls(files=files)
+        summary = cls(files=files, done=done)
         rows = table.to_pydict()
         for job, vertex, subtask, attempt, highest, input_index, channels in zip(
             *(rows[name] for name in _SCHEMA.names), strict=True
@@ -147,7 +157,9 @@ class BronzeSummary:
         for task, inputs in self.channels.items():
             for input_index, n in inputs.items():
                 row(task, None, input_index, n)
-        schema = _SCHEMA.with_metadata({"tidemark.files": json.dumps(self.files)})
+        schema = _SCHEMA.with_metadata(
+            {"tidemark.files": json.dumps(self.files), "tidemark.done": json.dumps(self.done)}
+        )
         table = pa.table(columns, schema=schema)
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(".partial")
@@ -163,10 +175,13 @@ class BronzeSummary:
 
 
 def _batches(
-    dataset: ds.FileSystemDataset, fragments: list[ds.Fragment]
+    table: str, dataset: ds.FileSystemDataset, fragments: list[ds.Fragment]
 ) -> Iterator[pa.RecordBatch]:
     names = set(dataset.schema.names)
-    columns = IDENTITY + [c for c in ("input_index", "num_channels") if c in names]
+    if table == "ingest_log":
+        columns = ["source_sha256", "lines_read"]
+    else:
+        columns = IDENTITY + [c for c in ("input_index", "num_channels") if c in names]
     subset = ds.FileSystemDataset(fragments, dataset.schema, dataset.format, dataset.filesystem)
     yield from subset.to_batches(columns=columns, batch_size=1 << 20)
 
