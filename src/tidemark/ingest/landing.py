@@ -41,7 +41,7 @@ from tidemark.ingest.identity import (
 )
 from tidemark.ingest.parse import Parsed, parse_lines
 from tidemark.ingest.schema import BRONZE_SCHEMAS, PARSED
-from tidemark.ingest.summary import BronzeSummary
+from tidemark.ingest.summary import IDENTITY, BronzeSummary
 from tidemark.ingest.validate import TASK_TYPES, check_rows
 from tidemark.lake import Lake
 
@@ -179,7 +179,6 @@ _TASK_SHAPES = {
         ["ts_ms", "input_index", "channel_index", "num_channels", "watermark_ms", "status"],
     ),
 }
-_IDENTITY = ["job_id", "vertex_id", "subtask_index", "attempt", "seq"]
 
 
 def _landed_events(
@@ -188,7 +187,7 @@ def _landed_events(
     """The task events in bronze (parsed-schema columns), optionally filtered."""
     for name, (kind, payload) in _TASK_SHAPES.items():
         extra = [] if kind else ["event_type"]
-        for batch in _scan(tables[name], _IDENTITY + payload + extra, exclude_sha, where):
+        for batch in _scan(tables[name], IDENTITY + payload + extra, exclude_sha, where):
             table = pa.Table.from_batches([batch])
             if kind:
                 table = table.append_column("type", pa.array([kind] * table.num_rows, pa.string()))
@@ -229,7 +228,7 @@ def open_index(summary: BronzeSummary, tables: dict[str, DeltaTable]) -> Identit
 
     def load(tasks: list[Task]) -> pa.Table:
         where = None
-        for position, name in enumerate(_IDENTITY[:4]):
+        for position, name in enumerate(IDENTITY[:4]):
             values = ds.field(name).isin(sorted({t[position] for t in tasks}))
             where = values if where is None else where & values
         wanted = set(tasks)

@@ -56,36 +56,37 @@ class BronzeSummary:
     # -- keeping it up to date ---------------------------------------------------------------
     @classmethod
     def brought_up_to_date(cls, path: Path, tables: dict[str, DeltaTable]) -> BronzeSummary:
-        """The saved summary plus the files added to ``tables`` since; saved again if it changed."""
+        """The saved summary plus the files added to ``tables`` since; saved again if it changed.
+
+        Rebuilt from the whole tables when a file it reflects has left a table's snapshot.
+        """
         summary = cls.load(path)
+        changed = summary._follow(tables)
+        if changed is None:
+            log.info("bronze lost files since its summary was saved: rebuilding the summary")
+            summary, changed = cls(), True
+            summary._follow(tables)
+        if changed:
+            summary.save(path)
+        return summary
+
+    def _follow(self, tables: dict[str, DeltaTable]) -> bool | None:
+        """Add the data files of ``tables`` not reflected yet: whether any were; None when a
+        reflected file is gone (then the summary is left part-way and must be rebuilt)."""
         changed = False
         for name in TABLES:
             dataset = tables[name].to_pyarrow_dataset()
             fragments = list(dataset.get_fragments())
             current = [f.path for f in fragments]
-            known = set(summary.files.get(name, []))
+            known = set(self.files.get(name, []))
             if not known <= set(current):
-                log.info("%s lost files since the bronze summary was saved: rebuilding it", name)
-                return cls.rebuilt(path, tables)
+                return None
             new = [f for f in fragments if f.path not in known]
             if new:
-                summary._add(name, _batches(name, dataset, new))
+                self._add(name, _batches(name, dataset, new))
                 changed = True
-            summary.files[name] = current
-        if changed:
-            summary.save(path)
-        return summary
-
-    @classmethod
-    def rebuilt(cls, path: Path, tables: dict[str, DeltaTable]) -> BronzeSummary:
-        summary = cls()
-        for name in TABLES:
-            dataset = tables[name].to_pyarrow_dataset()
-            fragments = list(dataset.get_fragments())
-            summary._add(name, _batches(name, dataset, fragments))
-            summary.files[name] = [f.path for f in fragments]
-        summary.save(path)
-        return summary
+            self.files[name] = current
+        return changed
 
     def _add(self, name: str, batches: Iterator[pa.RecordBatch]) -> None:
         for batch in batches:
