@@ -10,6 +10,7 @@ export DBT_SEND_ANONYMOUS_USAGE_STATS ?= false
 
 DEMO_SCENARIO ?= backpressure
 DEMO_DATA ?= demo-data
+DEMO_REPORT ?= report.html
 BENCH_EVENTS ?= 5000000
 
 .PHONY: help install demo test test-unit test-live test-deep lint format bench clean
@@ -31,7 +32,7 @@ demo: install  ## generate the backpressure scenario, ingest it, dbt build, show
 	$(BIN)/tidemark ingest $(DEMO_DATA)
 	$(BIN)/dbt build
 	@echo "--- the lake is at $(TIDEMARK_LAKE)"
-	$(BIN)/python -m tidemark.demo
+	$(BIN)/python -m tidemark.demo --report $(DEMO_REPORT)
 
 test: install capture  ## lint, then every test but the long property runs (unit, Spark, end-to-end, capture jar, live Flink)
 	$(BIN)/ruff check .

@@ -53,6 +53,19 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--refresh-s", type=float, default=5.0, help="how often to look for new bronze commits"
     )
+    report = commands.add_parser(
+        "report", help="write one self-contained HTML page of a job, drawn from the marts"
+    )
+    report.add_argument("--job", help="the job id (default: the job with the latest second)")
+    report.add_argument("--from", dest="from_", metavar="T", help="start (ISO time or epoch ms)")
+    report.add_argument("--to", metavar="T", help="end, exclusive (ISO time or epoch ms)")
+    report.add_argument("--out", type=Path, default=Path("report.html"), help="the HTML file")
+    report.add_argument(
+        "--gauge-window-s",
+        type=int,
+        default=60,
+        help="the dbt var flink_gauge_window_s the marts were built with (default 60)",
+    )
     run = commands.add_parser(
         "run",
         help="the scheduled path on a warm Spark: every --every seconds, ingest then dbt build",
@@ -191,12 +204,44 @@ def _run(args: argparse.Namespace) -> int:
     return run_every(args.every, cycle, stop, report, max_cycles=cycles)
 
 
+def parse_time_ms(text: str | None) -> int | None:
+    """``--from``/``--to``: epoch milliseconds, or an ISO 8601 time (UTC unless it says)."""
+    import datetime as dt
+
+    if text is None:
+        return None
+    if text.strip().lstrip("-").isdigit():
+        return int(text)
+    try:
+        parsed = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(
+            f"not a time: {text!r} (use epoch milliseconds or ISO, e.g. 2026-11-25T06:00:00Z)"
+        ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=dt.UTC)
+    return int(parsed.timestamp() * 1000)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from tidemark.report import Window, write_report
+    from tidemark.spark.session import spark_session
+
+    window = Window(args.job, parse_time_ms(args.from_), parse_time_ms(args.to))
+    if window.from_ms is not None and window.to_ms is not None and window.to_ms <= window.from_ms:
+        raise ValueError("--to must be after --from")
+    written = write_report(spark_session(_lake(args)), args.out, window, args.gauge_window_s)
+    print(f"report written to {written.resolve()} ({written.stat().st_size / 1e6:.1f} MB)")
+    return 0
+
+
 _COMMANDS = {
     "ingest": _ingest,
     "generate": _generate,
     "sql": _sql,
     "serve": _serve,
     "run": _run,
+    "report": _report,
 }
 
 if __name__ == "__main__":

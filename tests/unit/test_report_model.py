@@ -1,0 +1,108 @@
+"""The report's pure rules: Flink's UI labels and colours (U1-U3), the graph's layout, buckets."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tidemark.report.model import (
+    BACKPRESSURED_COLOR,
+    BUSY_COLOR,
+    DEFAULT_BORDER,
+    DEFAULT_COLOR,
+    ReportData,
+    Vertex,
+    blend,
+    bucket_ms,
+    layout,
+    node_colors,
+    redness,
+    stretches,
+    ui_label,
+    ui_percent,
+)
+
+
+@pytest.mark.parametrize(
+    ("ms", "percent"),
+    [(0, 0), (4.9, 0), (5, 1), (25, 3), (15, 2), (994.9, 99), (995, 100), (1500, 100)],
+)
+def test_u3_percent_rounds_halves_up_like_javascript(ms: float, percent: int) -> None:
+    # Python's round() would give 0 for 5 and 2 for 25 (halves to even).
+    assert ui_percent(ms) == percent
+
+
+def test_u3_nan_and_null_are_na() -> None:
+    assert ui_percent(None) is None and ui_percent(math.nan) is None
+    assert ui_label(None) == "N/A" and ui_label(7) == "7%"
+
+
+def test_u3_blend_is_flinks_per_channel_rounding() -> None:
+    assert blend("#000000", "#ffffff", 0.5) == "#808080"  # 127.5 rounds up
+    assert blend(DEFAULT_COLOR, BUSY_COLOR, 0) == DEFAULT_COLOR
+    assert blend(DEFAULT_COLOR, BUSY_COLOR, 1) == BUSY_COLOR
+
+
+def test_u3_node_colour_blends_busy_then_back_pressure_and_skips_zero_and_nan() -> None:
+    assert node_colors(None, None) == (DEFAULT_COLOR, DEFAULT_BORDER)
+    assert node_colors(0, 0) == (DEFAULT_COLOR, DEFAULT_BORDER)
+    assert node_colors(100, 0)[0] == BUSY_COLOR
+    assert node_colors(0, 100)[0] == BACKPRESSURED_COLOR
+    # busy first, then toward grey: 50 % busy and 50 % back-pressured
+    assert node_colors(50, 50)[0] == blend(blend(DEFAULT_COLOR, BUSY_COLOR, 0.5), "#888888", 0.5)
+
+
+def test_the_busiest_unpressured_vertex_is_the_reddest() -> None:
+    data = ReportData(
+        "j",
+        0,
+        1000,
+        [
+            Vertex("s", "Source", 2, (), busy_ms=300, backpressured_ms=600),
+            Vertex("m", "Map", 4, ("s",), busy_ms=200, backpressured_ms=700),
+            Vertex("k", "Sink", 2, ("m",), busy_ms=950, backpressured_ms=0),
+            Vertex("l", "Legacy", 1, (), busy_ms=None, backpressured_ms=0),
+        ],
+    )
+    assert data.reddest().vertex_id == "k"
+    assert redness(BUSY_COLOR) > redness(DEFAULT_COLOR)
+    assert data.name("m") == "Map" and data.name("unknown") == "unknown"
+    assert data.name(None) == "none named"
+
+
+def test_layout_is_left_to_right_by_longest_path_from_a_source() -> None:
+    vertices = [
+        Vertex("a", "A", 1),
+        Vertex("b", "B", 1, ("a",)),
+        Vertex("c", "C", 1, ("a",)),
+        Vertex("d", "D", 1, ("b", "a")),  # longest path a -> b -> d
+        Vertex("e", "E", 1, ("missing",)),  # an edge to a vertex not in the graph is ignored
+    ]
+    assert layout(vertices) == {
+        "a": (0, 0),
+        "b": (1, 0),
+        "c": (1, 1),
+        "d": (2, 0),
+        "e": (0, 1),
+    }
+
+
+def test_layout_cuts_a_cycle_instead_of_recursing_forever() -> None:
+    placed = layout([Vertex("a", "A", 1, ("b",)), Vertex("b", "B", 1, ("a",))])
+    assert set(placed) == {"a", "b"}
+
+
+def test_stretches_join_consecutive_flagged_buckets() -> None:
+    points = [(0, True), (10, True), (20, False), (30, True), (50, True), (40, True)]
+    assert stretches(points, 10) == [(0, 20), (30, 60)]
+    assert stretches([], 10) == []
+
+
+@pytest.mark.parametrize(
+    ("span_ms", "most", "width"),
+    [(150_000, 240, 1000), (3_600_000, 240, 15_000), (3_601_000, 240, 16_000), (500, 10, 1000)],
+)
+def test_buckets_are_whole_seconds_and_at_most_asked(span_ms: int, most: int, width: int) -> None:
+    assert bucket_ms(0, span_ms, most) == width
+    assert math.ceil(span_ms / width) <= most
