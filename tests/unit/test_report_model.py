@@ -106,3 +106,41 @@ def test_stretches_join_consecutive_flagged_buckets() -> None:
 def test_buckets_are_whole_seconds_and_at_most_asked(span_ms: int, most: int, width: int) -> None:
     assert bucket_ms(0, span_ms, most) == width
     assert math.ceil(span_ms / width) <= most
+
+
+def test_the_largest_page_the_queries_can_produce_stays_a_few_mb() -> None:
+    """The Spark side caps every figure (report.queries: MAX_ROWS subtask rows, MAX_BUCKETS time
+    columns, MAX_POINTS line points), so a 1,000-subtask job over an hour draws no more than
+    this: five vertices at every cap."""
+    from tidemark.report.model import EXACT, GAUGE_VIEW, SAMPLED_VIEW, Heatmap, Incident, Series
+    from tidemark.report.page import render
+    from tidemark.report.queries import MAX_BUCKETS, MAX_POINTS, MAX_ROWS
+
+    hour = 3_600_000
+    ids = [f"{i:032x}" for i in range(5)]
+    vertices = [
+        Vertex(vid, f"Vertex {i}", 1000, tuple(ids[:i][-1:]), busy_ms=500.0, backpressured_ms=400.0)
+        for i, vid in enumerate(ids)
+    ]
+    buckets = list(range(0, hour, hour // MAX_BUCKETS))
+    points = list(range(0, hour, hour // MAX_POINTS))
+    data = ReportData("j", 0, hour, vertices)
+    for v in vertices:
+        data.heatmaps += [
+            Heatmap(
+                v.vertex_id,
+                gauge,
+                buckets,
+                [f"{r * 10}-{r * 10 + 9}" for r in range(MAX_ROWS)],
+                [[round(997.3 * ((r + b) % 7) / 7) for b in buckets] for r in range(MAX_ROWS)],
+            )
+            for gauge in ("busy", "backpressured", "idle")
+        ]
+        data.views += [
+            Series(v.vertex_id, name, points, [((p // 1000) % 997) / 1000 for p in points])
+            for name in (EXACT, GAUGE_VIEW, SAMPLED_VIEW)
+        ]
+        data.watermark_lag.append(Series(v.vertex_id, "lag", points, [1.5] * len(points)))
+        data.incidents.append(Incident(v.vertex_id, 0, 60_000, 0.9, 0.7, ids[-1], 3, "high", ""))
+    page = render(data)
+    assert len(page.encode()) < 10_000_000, len(page.encode())  # 7.3 MB, 4.8 of them Plotly.js

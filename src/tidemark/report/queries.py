@@ -224,7 +224,7 @@ def _heatmaps(spark, scope: _Scope, vertices: list[Vertex]) -> list[Heatmap]:
             for r in mine:
                 value = r[gauge]
                 grid[r["row_index"]][position[r["bucket_ms"]]] = (
-                    None if value is None else round(value, 1)
+                    None if value is None else round(value)
                 )
             found.append(Heatmap(v.vertex_id, gauge, buckets, labels, grid))
     return found
