@@ -1,7 +1,7 @@
 {#-
     Whether this run of the timer gauge models can work incrementally: not a --full-refresh, and the
-    checkpoints and all three gauge marts exist. Otherwise the plan replays every task from its
-    first event and every gauge model is rebuilt from it.
+    checkpoints, all three gauge marts and the sampled back pressure counts exist. Otherwise the
+    plan replays every task from its first event and every gauge model is rebuilt from it.
 -#}
 {% macro tidemark_gauge_is_incremental() -%}
     {%- if not execute or flags.FULL_REFRESH -%}
@@ -13,6 +13,7 @@
         'fct_subtask_seconds',
         'fct_subtask_flink_gauges',
         'fct_vertex_seconds',
+        'int_backpressure_samples_counted',
     ] -%}
         {%- if tidemark_model_relation(model_name) is none -%}
             {{- return(false) -}}

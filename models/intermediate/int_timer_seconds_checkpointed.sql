@@ -8,6 +8,7 @@
 -- depends_on: {{ ref('fct_subtask_seconds') }}
 -- depends_on: {{ ref('fct_subtask_flink_gauges') }}
 -- depends_on: {{ ref('fct_vertex_seconds') }}
+-- depends_on: {{ ref('fct_vertex_sampled_backpressure') }}
 {#
     Per task and second, the task's state after every event whose clock falls before the end of
     the second: the next run's plan resumes a task from the latest such state that no new event

@@ -10,9 +10,15 @@
     horizon so counts up to it (contract §4), and one spanning many seconds needs no row per
     second. One pass over the events, one over the seconds.
 
+    The same integration counts the samples of Flink <= 1.12's sampled back pressure (B1-B3,
+    int_backpressure_samples_counted): instead of milliseconds in [c, E) it counts the sample
+    instants there (tidemark_backpressure_samples_before), and instead of one gauge it follows
+    "the soft or the hard gauge measures" (a running count of the two, in seq order).
+
     A table rebuilt every run: the work of one run, written once and read by the marts and the
     checkpoint. In a full plan it holds every task-second.
 -#}
+{%- set sampling = tidemark_backpressure_sampling() %}
 
 with
 
@@ -62,10 +68,44 @@ event_changes as (
                 planned.horizon_ms
             )
             - sequenced_events.clock_ms
-        ) as change_ms
+        ) as change_ms,
+        -- The second's end, and how many of the soft and hard gauges measure after the event.
+        least(
+            {{ tidemark_floor_ms('sequenced_events.clock_ms', 1000) }} + 1000, planned.horizon_ms
+        ) as second_end_ms,
+        case when sequenced_events.gauge in ('soft_backpressured', 'hard_backpressured')
+            then sequenced_events.open_change else 0 end as backpressure_open_change,
+        case when planned.is_soft_backpressured_open_at_anchor then 1 else 0 end
+        + case when planned.is_hard_backpressured_open_at_anchor then 1 else 0 end
+        + sum(
+            case when sequenced_events.gauge in ('soft_backpressured', 'hard_backpressured')
+                then sequenced_events.open_change else 0 end
+        ) over (
+            partition by sequenced_events.task_key
+            order by sequenced_events.seq
+            rows between unbounded preceding and current row
+        ) as backpressure_open_count
     from sequenced_events
     inner join planned
         on sequenced_events.task_key = planned.task_key
+
+),
+
+event_sample_changes as (
+
+    -- B1: a sample is back-pressured while the soft or the hard gauge measures (counted once
+    -- when both do). An event that opens the first of them adds the sample instants from its
+    -- clock to the end of its second, one that closes the last removes them.
+    select
+        event_changes.*,
+        (
+            case when backpressure_open_count > 0 then 1 else 0 end
+            - case when backpressure_open_count - backpressure_open_change > 0 then 1 else 0 end
+        ) * (
+            {{ tidemark_backpressure_samples_before('second_end_ms') }}
+            - {{ tidemark_backpressure_samples_before('clock_ms') }}
+        ) as backpressured_samples_change
+    from event_changes
 
 ),
 
@@ -79,7 +119,8 @@ task_second_rows as (
         cast(null as bigint) as clock_ms,
         cast(null as string) as gauge,
         cast(null as boolean) as is_start,
-        cast(0 as bigint) as change_ms
+        cast(0 as bigint) as change_ms,
+        cast(0 as bigint) as backpressured_samples_change
     from seconds_grid
 
     union all
@@ -92,8 +133,9 @@ task_second_rows as (
         clock_ms,
         gauge,
         is_start,
-        change_ms
-    from event_changes
+        change_ms,
+        backpressured_samples_change
+    from event_sample_changes
 
 ),
 
@@ -107,6 +149,7 @@ per_second as (
             as soft_backpressured_change_ms,
         coalesce(sum(change_ms) filter (where gauge = 'hard_backpressured'), 0)
             as hard_backpressured_change_ms,
+        sum(backpressured_samples_change) as backpressured_samples_change,
         max(seq) as last_seq,
         max(clock_ms) as last_clock_ms,
         -- The smallest ts_ms placed in the second: a later replay from before it reads no older.
@@ -192,6 +235,28 @@ start_states as (
 
 ),
 
+sampled_seconds as (
+
+    -- B2/B3: the second's samples belong to the sampling that starts at its refresh interval
+    -- (tidemark_backpressure_sampling: one at most). The task takes them only when it was
+    -- already running when that sampling started (B2: else no sampling at all) and, within
+    -- the second, before its horizon (samples after the task stopped are not taken).
+    select
+        start_states.*,
+        {{ tidemark_floor_ms('start_states.second_start_ms', sampling.refresh_ms) }}
+            as sampling_start_ms,
+        case
+            when {{ tidemark_floor_ms('start_states.second_start_ms', sampling.refresh_ms) }}
+                >= start_states.first_ts_ms
+                then {{ tidemark_backpressure_samples_before(
+                    'start_states.second_start_ms + start_states.second_length_ms'
+                ) }} - {{ tidemark_backpressure_samples_before('start_states.second_start_ms') }}
+            else 0
+        end as samples_taken
+    from start_states
+
+),
+
 final as (
 
     select
@@ -206,6 +271,25 @@ final as (
         + soft_backpressured_change_ms as soft_backpressured_ms,
         case when is_hard_backpressured_open_at_start then second_length_ms else 0 end
         + hard_backpressured_change_ms as hard_backpressured_ms,
+        sampling_start_ms,
+        samples_taken,
+        -- B1: the samples at instants inside the soft or the hard measurements.
+        case
+            when samples_taken = 0 then 0
+            when is_soft_backpressured_open_at_start or is_hard_backpressured_open_at_start
+                then samples_taken + backpressured_samples_change
+            else backpressured_samples_change
+        end as backpressured_samples,
+        -- The instant of the second's last sample (B3 end-timestamp), NULL without samples.
+        case
+            when samples_taken > 0 then sampling_start_ms + (
+                least(
+                    {{ sampling.num_samples }},
+                    (second_start_ms + second_length_ms - sampling_start_ms
+                    + {{ sampling.delay_ms - 1 }}) div {{ sampling.delay_ms }}
+                ) - 1
+            ) * {{ sampling.delay_ms }}
+        end as last_sample_ms,
         end_seq,
         end_clock_ms,
         min_ts_ms,
@@ -218,7 +302,7 @@ final as (
         is_replayed_from_start,
         processed_ingest_id,
         {{ tidemark_hour_at('second_start_ms') }} as hour_at
-    from start_states
+    from sampled_seconds
 
 )
 

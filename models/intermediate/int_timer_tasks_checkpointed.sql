@@ -2,6 +2,7 @@
 -- depends_on: {{ ref('fct_subtask_seconds') }}
 -- depends_on: {{ ref('fct_subtask_flink_gauges') }}
 -- depends_on: {{ ref('fct_vertex_seconds') }}
+-- depends_on: {{ ref('fct_vertex_sampled_backpressure') }}
 -- depends_on: {{ ref('int_timer_seconds_checkpointed') }}
 {#
     What the gauge marts have applied: per task, its summary as of the bronze commit

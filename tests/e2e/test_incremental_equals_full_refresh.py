@@ -81,8 +81,13 @@ def scenarios(draw: st.DrawFn) -> dict:
         )
     )
     events = [e for key in keys for e in draw(task_stream(*key))]
+    # `map` reads `source`: with vertex records `map` is a sink (B1: samples false), `source` not.
     vertices = [
-        vertex(vertex_id=v, busy_time_enabled=draw(st.booleans()), upstream_vertex_ids=[])
+        vertex(
+            vertex_id=v,
+            busy_time_enabled=draw(st.booleans()),
+            upstream_vertex_ids=["source"] if v == "map" else [],
+        )
         for v in VERTICES
         if draw(st.booleans())
     ]
@@ -114,6 +119,10 @@ def scenarios(draw: st.DrawFn) -> dict:
             "flink_gauge_window_s": draw(st.sampled_from((60, 10))),
             # 3 s forces some resumes back to a task's first event.
             "gauge_replay_lookback_s": draw(st.sampled_from((3600, 3))),
+            # A sampling every 2 s puts many of them (and resumes inside them) in a stream.
+            "legacy_backpressure_refresh_ms": draw(st.sampled_from((60000, 2000))),
+            "legacy_backpressure_num_samples": 5,
+            "legacy_backpressure_delay_ms": draw(st.sampled_from((50, 300))),
         },
     }
 
