@@ -37,7 +37,7 @@ demo: install  ## generate the backpressure scenario, ingest it, dbt build, show
 test: install capture  ## lint, then every test but the long property runs (unit, Spark, end-to-end, capture jar, live Flink)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/pytest -m "not deep"
+	$(BIN)/pytest -m "not deep" -n 2
 
 test-unit: install  ## only the pure Python tests: no Spark, dbt or JVM (seconds)
 	$(BIN)/pytest tests/unit tests/live/test_matching.py

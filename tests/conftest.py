@@ -1,4 +1,12 @@
-"""Shared fixtures: one Spark session for the whole run, and a fresh lake per test."""
+"""Shared fixtures: one Spark session for the whole run, and a fresh lake per test.
+
+`make test` runs the suite on two pytest-xdist workers (`-n 2`). The files whose tests share an
+expensive session fixture or a build folder form one group that runs on one worker
+(`GROUPS`): the demo lake's readers, the Spark session's users, and the Flink tests (the capture
+jar's and the live job's, which build into capture/build/). Every other test is scheduled on
+its own. The groups are given by file, because xdist's scheduler sees node ids only; a check
+at collection fails the run when a test uses a shared fixture outside its group's files.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +17,46 @@ from pathlib import Path
 import pytest
 
 from tidemark.lake import Lake
+
+GROUPS = {
+    "flink": ("tests/capture/", "tests/live/"),
+    "demo": tuple(
+        f"tests/e2e/test_{name}.py"
+        for name in ("analysis", "gauges_backpressure", "pipeline", "report", "watermarks")
+    ),
+    "spark": ("tests/spark/",),
+}
+# The session fixture each group exists for (the Flink group shares build folders instead).
+SHARED_FIXTURES = {"demo_lake": "demo", "spark": "spark", "live": "flink"}
+
+
+def group_of(nodeid: str) -> str | None:
+    for group, prefixes in GROUPS.items():
+        if nodeid.startswith(prefixes):
+            return group
+    return None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    strays = [
+        f"{item.nodeid} uses {fixture}: add its file to GROUPS[{group!r}] in tests/conftest.py"
+        for item in items
+        for fixture, group in SHARED_FIXTURES.items()
+        if fixture in getattr(item, "fixturenames", ()) and group_of(item.nodeid) != group
+    ]
+    if strays:
+        raise pytest.UsageError("\n".join(strays))
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """Each group of GROUPS is one unit of work; every other test is a unit of its own."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid) or nodeid
+
+    return GroupScheduling(config, log)
 
 
 @pytest.fixture
