@@ -76,27 +76,3 @@ def warehouse_rows(lake: Lake, schema: str, name: str) -> list[dict]:
     if not path.exists():
         return []
     return ds.dataset(path, format="parquet", partitioning="hive").to_table().to_pylist()
-
-
-def warehouse_dump(lake: Lake, schema: str) -> dict[str, list[str]]:
-    """Every table of ``schema`` in the warehouse, rows as sorted JSON strings, read from its
-    parquet files without starting Spark (views are not there: they hold no rows of their own)."""
-    import json
-
-    folder = lake.warehouse / f"{schema}.db"
-    tables = sorted(p for p in folder.iterdir() if p.is_dir()) if folder.exists() else []
-    return {
-        f"{schema}.{path.name}": sorted(
-            json.dumps(row, sort_keys=True, default=str)
-            for row in warehouse_rows(lake, schema, path.name)
-        )
-        for path in tables
-    }
-
-
-def sql_rows(query: str, lake: Lake) -> list[dict]:
-    """Rows of a query through ``tidemark sql --format jsonl``."""
-    import json
-
-    out = tidemark("sql", query, "--format", "jsonl", lake=lake).check().stdout
-    return [json.loads(line) for line in out.splitlines() if line.strip()]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e.conftest import DemoLake
-from tests.e2e.harness import sql_rows
 
 pytestmark = pytest.mark.e2e
 
@@ -13,13 +12,11 @@ pytestmark = pytest.mark.e2e
 def test_incidents_and_bottlenecks_name_the_cause(demo_lake: DemoLake) -> None:
     pressure = demo_lake.manifests["backpressure"]
     skew = demo_lake.manifests["skew"]
-    lake = demo_lake.lake
-    rows = sql_rows(
+    rows = demo_lake.warm.sql_rows(
         "select b.*, i.duration_s from tidemark.fct_bottlenecks b"
         " join tidemark.fct_backpressure_incidents i"
         " on b.job_id = i.job_id and b.backpressured_vertex_id = i.vertex_id"
-        " and b.incident_start_ms = i.incident_start_ms",
-        lake,
+        " and b.incident_start_ms = i.incident_start_ms"
     )
 
     # backpressure: the throttled sink is the bottleneck of every incident, which all lie within

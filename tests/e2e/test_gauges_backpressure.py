@@ -12,8 +12,7 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e.conftest import DemoLake
-from tests.e2e.harness import sql_rows
-from tidemark.lake import Lake
+from tests.e2e.warm import WarmLake
 
 pytestmark = pytest.mark.e2e
 
@@ -21,8 +20,8 @@ EDGE_MS = 1_000
 
 
 @pytest.fixture(scope="module")
-def backpressure_lake(demo_lake: DemoLake) -> tuple[Lake, dict]:
-    return demo_lake.lake, demo_lake.manifests["backpressure"]
+def backpressure_lake(demo_lake: DemoLake) -> tuple[WarmLake, dict]:
+    return demo_lake.warm, demo_lake.manifests["backpressure"]
 
 
 def classify(second_ms: int, windows: list[list[int]]) -> str:
@@ -37,20 +36,19 @@ def classify(second_ms: int, windows: list[list[int]]) -> str:
 
 
 def test_upstream_vertex_is_high_exactly_while_the_consumer_is_throttled(
-    backpressure_lake: tuple[Lake, dict],
+    backpressure_lake: tuple[WarmLake, dict],
 ) -> None:
-    lake, manifest = backpressure_lake
+    warm, manifest = backpressure_lake
     truth = manifest["truth"]
     sink = truth["throttled_vertex_id"]
     (upstream,) = next(v for v in manifest["vertices"] if v["vertex_id"] == sink)[
         "upstream_vertex_ids"
     ]
-    rows = sql_rows(
+    rows = warm.sql_rows(
         "select second_start_ms, backpressure_level, subtask_count, is_complete "
         "from tidemark.fct_vertex_seconds "
         f"where job_id = '{manifest['job_id']}' and vertex_id = '{upstream}' "
-        "order by second_start_ms",
-        lake,
+        "order by second_start_ms"
     )
     parallelism = next(v for v in manifest["vertices"] if v["vertex_id"] == upstream)["parallelism"]
     complete = [r for r in rows if r["is_complete"]]
@@ -70,11 +68,11 @@ def test_upstream_vertex_is_high_exactly_while_the_consumer_is_throttled(
 
 
 def test_accumulated_gauges_equal_the_seconds_before_the_round(
-    backpressure_lake: tuple[Lake, dict],
+    backpressure_lake: tuple[WarmLake, dict],
 ) -> None:
     """T9/M6: at each task's last round, the accumulated counts are all its time before it."""
-    lake, manifest = backpressure_lake
-    (row,) = sql_rows(
+    warm, manifest = backpressure_lake
+    (row,) = warm.sql_rows(
         "with last_rounds as (select job_id, vertex_id, subtask_index, attempt, "
         "max(update_ms) as update_ms from tidemark.fct_subtask_flink_gauges group by all), "
         "published as (select gauges.* from tidemark.fct_subtask_flink_gauges as gauges "
@@ -93,8 +91,7 @@ def test_accumulated_gauges_equal_the_seconds_before_the_round(
         "as int)) as back_pressure_off, "
         "sum(cast(published.accumulated_back_pressured_time_ms > 0 as int)) as back_pressured "
         "from published join measured using (job_id, vertex_id, subtask_index, attempt) "
-        f"where job_id = '{manifest['job_id']}'",
-        lake,
+        f"where job_id = '{manifest['job_id']}'"
     )
     assert row["tasks"] == len(manifest["tasks"])
     assert row["idle_off"] == 0 and row["back_pressure_off"] == 0

@@ -13,6 +13,7 @@ from tests.e2e.browser import show
 from tests.e2e.conftest import DemoLake
 from tests.e2e.harness import tidemark
 from tests.e2e.test_gauges_backpressure import classify
+from tidemark.lake import Lake
 
 pytestmark = pytest.mark.e2e
 
@@ -29,10 +30,9 @@ def test_report_shows_the_throttled_sink_red_and_draws_in_a_browser(
     manifest = demo_lake.manifests["backpressure"]
     truth = manifest["truth"]
     out = tmp_path / "out" / "report.html"
-    result = tidemark(
-        "report", "--job", manifest["job_id"], "--out", str(out), lake=demo_lake.lake
-    ).check()
-    assert f"report written to {out}" in result.stdout
+    result = demo_lake.warm.tidemark("report", "--job", manifest["job_id"], "--out", str(out))
+    result.check()
+    assert f"report written to {out}" in result.stdout, result.stderr
     page = out.read_text(encoding="utf-8")
     assert len(page) < 8_000_000, "the page should stay a few MB"
     # Self-contained: nothing loaded from elsewhere.
@@ -65,12 +65,25 @@ def test_report_shows_the_throttled_sink_red_and_draws_in_a_browser(
     assert (tmp_path / "report.png").stat().st_size > 50_000
 
 
-def test_report_errors_are_one_line_and_write_nothing(demo_lake: DemoLake, tmp_path: Path) -> None:
+def test_report_errors_are_one_line_and_write_nothing(
+    demo_lake: DemoLake, lake: Lake, tmp_path: Path
+) -> None:
     out = tmp_path / "report.html"
-    unknown = tidemark("report", "--job", "nope", "--out", str(out), lake=demo_lake.lake)
+    # A new user's first try, before `dbt build`: a real `tidemark report` process.
+    unbuilt = tidemark("report", "--out", str(out), lake=lake)
+    assert unbuilt.returncode == 1
+    assert unbuilt.stderr.strip().splitlines()[-1] == (
+        "tidemark report: error: the marts are not built (fct_subtask_seconds, fct_vertex_seconds,"
+        " fct_backpressure_incidents, fct_bottlenecks, fct_vertex_watermark_seconds,"
+        " fct_subtask_flink_gauges, dim_vertices missing in schema tidemark): run `dbt build` first"
+    )
+    warm = demo_lake.warm
+    unknown = warm.tidemark("report", "--job", "nope", "--out", str(out))
     assert unknown.returncode == 1
-    assert "job 'nope' is not in the marts" in unknown.stderr
-    backwards = tidemark("report", "--from", "2024-01-01T00:01:00", "--to", "60000",
-                         "--out", str(out), lake=demo_lake.lake)  # fmt: skip
+    assert "job 'nope' is not in the marts; jobs there: " in unknown.stderr
+    backwards = warm.tidemark("report", "--from", "2024-01-01T00:01:00", "--to", "60000",
+                              "--out", str(out))  # fmt: skip
     assert backwards.returncode == 1 and "--to must be after --from" in backwards.stderr
+    garbled = warm.tidemark("report", "--from", "yesterday", "--out", str(out))
+    assert garbled.returncode == 1 and "not a time: 'yesterday'" in garbled.stderr
     assert not out.exists()

@@ -1,0 +1,125 @@
+"""One warm process per shared test lake: dbt commands and SQL on one Spark session.
+
+The demo lake's readers run about ten dbt commands and queries. As separate processes each
+starts a JVM and Spark (8 to 14 CPU-seconds on the 2-core machine) before it does any work;
+here they share one, the way ``tidemark run`` does (docs/decisions/0007-warm-schedule.md):
+dbt's programmatic runner and ``tidemark``'s own ``main``, in a process started with the lake's
+own environment, with the ``bronze.*`` views refreshed before every request. Commands and
+results travel as JSON lines: requests on the worker's stdin, answers on a pipe of their own
+(dbt prints on stdout).
+
+``python -m tests.e2e.warm FD`` is the worker; :class:`WarmLake` drives it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+
+from tests.e2e.harness import ROOT, Result, environment
+from tidemark.lake import Lake
+
+
+class WarmLake:
+    """A worker process serving one lake; use as a context manager."""
+
+    def __init__(self, lake: Lake) -> None:
+        self.lake = lake
+        read, write = os.pipe()
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "tests.e2e.warm", str(write)],
+            cwd=ROOT,
+            env=environment(lake),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            pass_fds=(write,),
+            text=True,
+        )
+        os.close(write)
+        self._answers = os.fdopen(read, "r")
+
+    def _ask(self, request: dict) -> dict:
+        assert self._process.stdin is not None
+        self._process.stdin.write(json.dumps(request) + "\n")
+        self._process.stdin.flush()
+        line = self._answers.readline()
+        if not line:
+            code = self._process.wait()
+            raise RuntimeError(f"the warm worker of {self.lake.root} died (exit {code})")
+        return json.loads(line)
+
+    def dbt(self, *args: str) -> Result:
+        """A dbt command, as ``harness.dbt`` runs it, with dbt's exit code (0, 1 or 2)."""
+        answer = self._ask({"dbt": list(args)})
+        return Result(answer["returncode"], answer["stdout"], answer["stderr"])
+
+    def tidemark(self, *args: str) -> Result:
+        """A ``tidemark`` command (its ``main``), in the worker, on the worker's session."""
+        answer = self._ask({"tidemark": list(args)})
+        return Result(answer["returncode"], answer["stdout"], answer["stderr"])
+
+    def sql_rows(self, query: str) -> list[dict]:
+        """Rows of a query, as ``tidemark sql --format jsonl`` prints them."""
+        answer = self._ask({"sql": query})
+        Result(answer["returncode"], answer["stdout"], answer["stderr"]).check()
+        return [json.loads(line) for line in answer["stdout"].splitlines() if line.strip()]
+
+    def close(self) -> None:
+        if self._process.poll() is None:
+            assert self._process.stdin is not None
+            self._process.stdin.close()
+            try:
+                self._process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+        self._answers.close()
+
+    def __enter__(self) -> WarmLake:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+def _serve(answers_fd: int) -> None:
+    from dbt.cli.main import dbtRunner
+
+    from tidemark.cli import main
+    from tidemark.spark.bronze import register_bronze
+    from tidemark.spark.session import spark_session
+    from tidemark.sql import write_rows
+
+    lake = Lake.from_env()
+    spark = spark_session(lake)
+    with os.fdopen(answers_fd, "w", buffering=1) as answers:
+        for line in sys.stdin:
+            request = json.loads(line)
+            out, err = io.StringIO(), io.StringIO()
+            with redirect_stdout(out), redirect_stderr(err):
+                try:
+                    register_bronze(spark, lake)  # the bronze tables may have new snapshots
+                    if "dbt" in request:
+                        done = dbtRunner().invoke(request["dbt"])
+                        code = 0 if done.success else 2 if done.exception else 1
+                    elif "tidemark" in request:
+                        code = main(request["tidemark"])
+                    else:
+                        frame = spark.sql(request["sql"])
+                        write_rows(frame.columns, frame.collect(), "jsonl", out)
+                        code = 0
+                except Exception as exc:  # the request fails, the worker serves the next one
+                    print(f"{type(exc).__name__}: {exc}", file=err)
+                    code = 2
+            answers.write(
+                json.dumps({"returncode": code, "stdout": out.getvalue(), "stderr": err.getvalue()})
+                + "\n"
+            )
+
+
+if __name__ == "__main__":
+    _serve(int(sys.argv[1]))
