@@ -130,6 +130,8 @@ def incidents_figure(data: ReportData) -> go.Figure:
                 x=[incident.end_ms - incident.start_ms],
                 base=[_dates([incident.start_ms])[0]],
                 orientation="h", marker={"color": "#888888"}, showlegend=False,
+                text=[f"bottleneck: {bottleneck}"], textposition="inside",
+                insidetextanchor="start", textfont={"color": "white"},
                 hovertext=(
                     f"{_time(incident.start_ms)}"
                     f" for {(incident.end_ms - incident.start_ms) // 1000} s"
