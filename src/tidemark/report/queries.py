@@ -59,6 +59,14 @@ def _rows(spark, query: str) -> list[dict]:
     return [row.asDict() for row in spark.sql(query).collect()]
 
 
+def _by_vertex(rows: list[dict]) -> dict[str, list[dict]]:
+    """Rows grouped by ``vertex_id``, in their order."""
+    grouped: dict[str, list[dict]] = {}
+    for row in rows:
+        grouped.setdefault(row["vertex_id"], []).append(row)
+    return grouped
+
+
 def _tables(spark) -> set[str]:
     if not spark.catalog.databaseExists(SCHEMA):
         return set()
@@ -210,10 +218,11 @@ def _heatmaps(spark, scope: _Scope, vertices: list[Vertex]) -> list[Heatmap]:
     )
     buckets = list(range(scope.from_ms, scope.to_ms, width))
     position = {b: i for i, b in enumerate(buckets)}
+    by_vertex = _by_vertex(rows)
     found: list[Heatmap] = []
     for v in vertices:
         size = groups[v.vertex_id]
-        mine = [r for r in rows if r["vertex_id"] == v.vertex_id]
+        mine = by_vertex.get(v.vertex_id, [])
         count = max([r["row_index"] for r in mine], default=-1) + 1
         labels = [
             str(i) if size == 1 else f"{i * size}-{min((i + 1) * size, v.parallelism) - 1}"
@@ -290,8 +299,9 @@ def _watermarks(spark, scope: _Scope, data: ReportData) -> None:
         group by 1, 2 order by 1, 2
         """,
     )
+    by_vertex = _by_vertex(rows)
     for v in data.vertices:
-        mine = [r for r in rows if r["vertex_id"] == v.vertex_id]
+        mine = by_vertex.get(v.vertex_id, [])
         if not mine:
             continue
         data.watermark_lag.append(
@@ -338,9 +348,7 @@ def _views(spark, scope: _Scope, with_sampled: bool) -> list[Series]:
             from {SCHEMA}.{SAMPLED} where {scope.where("sampling_start_ms")}"""
     found = []
     for name, query in queries.items():
-        rows = _rows(spark, query + " order by 1, 2")
-        for vertex_id in dict.fromkeys(r["vertex_id"] for r in rows):
-            mine = [r for r in rows if r["vertex_id"] == vertex_id]
+        for vertex_id, mine in _by_vertex(_rows(spark, query + " order by 1, 2")).items():
             found.append(
                 Series(
                     vertex_id,
