@@ -34,6 +34,23 @@ def _parser() -> argparse.ArgumentParser:
     generate.add_argument("--out", required=True, type=Path)
     generate.add_argument("--seed", type=int, default=0)
     generate.add_argument("--scale", type=int, default=1)
+    generate.add_argument(
+        "--parallelism",
+        default="2,4,2",
+        help="the job's subtasks: a total N (split about 1:2:1 over source, map, sink) or S,M,K",
+    )
+    generate.add_argument(
+        "--edges",
+        default="all-to-all",
+        help="how neighbouring vertices' subtasks connect: all-to-all (keyBy, rebalance) or "
+        "pointwise (forward, rescale); the valves' channels follow",
+    )
+    generate.add_argument(
+        "--file-seconds",
+        type=int,
+        default=None,
+        help="start a new events file every this many seconds of arrival time",
+    )
 
     sql = commands.add_parser("sql", help="run Spark SQL against the lake and print the result")
     sql.add_argument("query")
@@ -145,11 +162,31 @@ def _ingest(args: argparse.Namespace) -> int:
     return 1 if missing or (report and report.errors) else 0
 
 
+def _parallelism(text: str) -> int | tuple[int, ...]:
+    """``--parallelism``: ``N`` or ``S,M,K``."""
+    try:
+        parts = tuple(int(p) for p in text.split(","))
+    except ValueError:
+        raise ValueError(
+            f"--parallelism takes a number of subtasks or S,M,K (e.g. 1000 or 250,500,250), "
+            f"got {text!r}"
+        ) from None
+    return parts[0] if len(parts) == 1 else parts
+
+
 def _generate(args: argparse.Namespace) -> int:
     from tidemark.generate import generate
 
     started = time.perf_counter()
-    result = generate(args.scenario, args.out, seed=args.seed, scale=args.scale)
+    result = generate(
+        args.scenario,
+        args.out,
+        seed=args.seed,
+        scale=args.scale,
+        parallelism=_parallelism(args.parallelism),
+        edges=args.edges,
+        file_seconds=args.file_seconds,
+    )
     took = time.perf_counter() - started
     print(
         f"wrote {result.events} events in {len(result.files)} file(s) to {args.out} "

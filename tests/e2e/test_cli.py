@@ -92,6 +92,30 @@ def test_generate_refuses_an_unknown_scenario(tmp_path: Path, lake: Lake) -> Non
     assert "tidemark generate: error:" in result.stderr and "steady" in result.stderr
 
 
+def test_generate_takes_the_job_graph(tmp_path: Path, lake: Lake) -> None:
+    out = tmp_path / "x"
+    result = tidemark(
+        "generate", "--scenario", "steady", "--out", str(out), "--parallelism", "3,5,2",
+        "--edges", "pointwise", "--file-seconds", "60", lake=lake,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [v["parallelism"] for v in manifest["vertices"]] == [3, 5, 2]
+    assert manifest["edges"] == "pointwise"
+    assert len(manifest["file_spans"]["events_files"]) == 3
+    for bad, message in [
+        ("3,x", "--parallelism takes a number of subtasks or S,M,K"),
+        ("2", "needs at least 3 subtasks"),
+    ]:
+        result = tidemark(
+            "generate", "--scenario", "steady", "--out", str(out), "--parallelism", bad,
+            lake=lake,
+        )  # fmt: skip
+        assert result.returncode == 1
+        [line] = [x for x in result.stderr.splitlines() if x.startswith("tidemark generate:")]
+        assert message in line
+
+
 def _idle_seconds(first: int, last: int) -> list[dict]:
     """Task map/0 idle from .000 to .500 of each second in [first, last)."""
     events = []

@@ -9,6 +9,7 @@ the scenario's ground truth in ``manifest.json``.
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ import pytest
 
 import tidemark.generate as gen
 from tidemark.generate import SCENARIOS, GenerateResult, generate
+from tidemark.generate.plan import inputs_of
 
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 TASK_FIELDS = {"type", "job_id", "vertex_id", "subtask_index", "attempt", "seq", "ts_ms"}
@@ -229,13 +231,19 @@ def total_ms(intervals: list[tuple[str, int, int]], gauges: set[str], lo: int, h
         ({"scale": 1.5}, "scale must be an integer >= 1"),
         ({"scale": True}, "scale must be an integer >= 1"),
         ({"seed": -1}, "seed must be an integer >= 0, got -1"),
+        ({"parallelism": 2}, "a job of source, map and sink needs at least 3 subtasks, got 2"),
+        ({"parallelism": (2, 0, 2)}, "parallelism must be the job's number of subtasks (>= 3)"),
+        ({"parallelism": (2, 4)}, "parallelism must be the job's number of subtasks (>= 3)"),
+        ({"parallelism": "8"}, "parallelism must be the job's number of subtasks (>= 3)"),
+        ({"edges": "hash"}, "unknown edges 'hash'; choose one of: all-to-all, pointwise"),
+        ({"file_seconds": 0}, "file_seconds must be an integer >= 1, got 0"),
     ],
 )
 def test_bad_arguments_raise_value_error(
     tmp_path: Path, kwargs: dict[str, Any], message: str
 ) -> None:
     args: dict[str, Any] = {"scenario": "steady", "seed": 0, "scale": 1, **kwargs}
-    with pytest.raises(ValueError, match="^" + message.replace("(", r"\(")) as err:
+    with pytest.raises(ValueError, match="^" + re.escape(message)) as err:
         generate(args.pop("scenario"), tmp_path / "out", **args)
     assert "\n" not in str(err.value)
     assert not (tmp_path / "out").exists()
@@ -302,6 +310,68 @@ def test_files_are_split_at_the_line_limit(tmp_path: Path, monkeypatch: pytest.M
     manifest = json.loads(split.manifest.read_text())
     assert manifest["files"] == names
     assert manifest["events"] == split.events
+
+
+def test_files_roll_on_arrival_time(tmp_path: Path) -> None:
+    """With ``file_seconds`` every file holds the lines of one span of arrival time."""
+    whole = generate("restart", tmp_path / "whole", seed=4)
+    rolled = generate("restart", tmp_path / "rolled", seed=4, file_seconds=40)
+    joined = b"".join(p.read_bytes() for p in rolled.files[1:])
+    assert joined == whole.files[1].read_bytes()  # the same lines in the same order
+    manifest = json.loads(rolled.manifest.read_text())
+    spans = manifest["file_spans"]
+    assert spans["span_ms"] == 40_000
+    assert [n for names in spans["events_files"] for n in names] == manifest["files"][1:]
+    assert len(spans["events_files"]) == 4  # 150 s in spans of 40 s
+    start = manifest["epoch_start_ms"]
+    for span, names in enumerate(spans["events_files"]):
+        ts = [
+            json.loads(line)["ts_ms"]
+            for name in names
+            for line in (tmp_path / "rolled" / name).read_text().splitlines()
+        ]
+        # Lines arrive up to 300 ms after their ts_ms; late ones stay in the last span.
+        assert min(ts) >= start + span * 40_000 - 300
+        if span < 3:
+            assert max(ts) < start + (span + 1) * 40_000
+
+
+@pytest.mark.parametrize(
+    ("upstream", "downstream", "edges", "want"),
+    [
+        # Flink's EdgeManagerBuildUtil.connectPointwise, worked by hand.
+        (3, 3, "pointwise", [(0,), (1,), (2,)]),
+        (3, 5, "pointwise", [(0,), (0,), (1,), (1,), (2,)]),
+        (2, 5, "pointwise", [(0,), (0,), (0,), (1,), (1,)]),
+        (5, 2, "pointwise", [(0, 1), (2, 3, 4)]),
+        (7, 3, "pointwise", [(0, 1), (2, 3), (4, 5, 6)]),
+        (4, 1, "pointwise", [(0, 1, 2, 3)]),
+        (2, 3, "all-to-all", [(0, 1), (0, 1), (0, 1)]),
+    ],
+)
+def test_channels_follow_flinks_distribution_patterns(
+    upstream: int, downstream: int, edges: str, want: list[tuple[int, ...]]
+) -> None:
+    assert list(inputs_of(upstream, downstream, edges)) == want
+
+
+def test_parallelism_of_a_whole_job_is_split_one_two_one(tmp_path: Path) -> None:
+    assert gen.split_parallelism(8) == (2, 4, 2)
+    assert gen.split_parallelism(1000) == (250, 500, 250)
+    assert gen.split_parallelism(3) == (1, 1, 1)
+    run = load(generate("steady", tmp_path, parallelism=12, edges="pointwise"))
+    assert run.manifest["edges"] == "pointwise"
+    got = tuple(run.vertices[run.vertex_id(r)]["parallelism"] for r in ("source", "map", "sink"))
+    assert got == (3, 6, 3)
+
+
+def test_another_graph_is_another_job(tmp_path: Path, runs: dict[str, Run]) -> None:
+    """Two graphs of one seed never share ids, so both can sit in one lake."""
+    other = json.loads(generate("steady", tmp_path, edges="pointwise").manifest.read_text())
+    ids = {runs["steady"].manifest["job_id"], other["job_id"]}
+    ids |= {v["vertex_id"] for v in runs["steady"].manifest["vertices"]}
+    ids |= {v["vertex_id"] for v in other["vertices"]}
+    assert len(ids) == 8
 
 
 def test_scale_two_gives_about_twice_the_events(tmp_path: Path, runs: dict[str, Run]) -> None:
@@ -394,7 +464,9 @@ def check_tasks_and_channels(run: Run) -> None:
             assert rec["input_index"] == 0
             task = (rec["job_id"], rec["vertex_id"], rec["subtask_index"], rec["attempt"])
             channels[(task, rec["input_index"])].add(rec["num_channels"])
-            assert rec["num_channels"] == upstream["parallelism"]
+            reads = inputs_of(upstream["parallelism"], vertex["parallelism"], m["edges"])
+            assert rec["num_channels"] == len(reads[rec["subtask_index"]])
+            assert 0 <= rec["channel_index"] < rec["num_channels"]
     assert all(len(v) == 1 for v in channels.values())  # constant per (task, input)
     expected = {(t["vertex_id"], t["subtask_index"], t["attempt"]) for t in m["tasks"]}
     assert {t[1:] for t in run.by_task} == expected
@@ -524,11 +596,14 @@ class ValveModel:
 
 def check_sinks_get_the_maps_valve_output(run: Run) -> None:
     """Each map forwards what its valve emits: the min over its non-idle inputs."""
-    n_sources = run.vertices[run.vertex_id("source")]["parallelism"]
-    n_maps = run.vertices[run.vertex_id("map")]["parallelism"]
+    n_sources, n_maps, n_sinks = (
+        run.vertices[run.vertex_id(r)]["parallelism"] for r in ("source", "map", "sink")
+    )
+    map_inputs = inputs_of(n_sources, n_maps, run.manifest["edges"])
+    sink_inputs = inputs_of(n_maps, n_sinks, run.manifest["edges"])
     emitted: dict[int, list[tuple[str, int | str]]] = defaultdict(list)
     for task in run.tasks("map"):
-        valve = ValveModel(n_sources)
+        valve = ValveModel(len(map_inputs[task[2]]))
         for ev in run.by_task[task]:
             if ev["type"] != "timer":
                 valve.feed(ev)
@@ -545,10 +620,10 @@ def check_sinks_get_the_maps_valve_output(run: Run) -> None:
                     top[ch] = ev["watermark_ms"]
             elif ev["type"] == "watermark_status":
                 received[ch].append(("status", ev["status"]))
-        for j in range(n_maps):
+        for c, j in enumerate(sink_inputs[task[2]]):
             # The sink sees a prefix (the last emissions may land after the end of the run).
-            assert received[j] == emitted[j][: len(received[j])], (task, j)
-            assert len(emitted[j]) - len(received[j]) <= 2
+            assert received[c] == emitted[j][: len(received[c])], (task, j)
+            assert len(emitted[j]) - len(received[c]) <= 2
 
 
 CHECKS = [
@@ -579,22 +654,22 @@ def test_every_scenario_follows_the_rules(
 
 
 @pytest.mark.parametrize(
-    ("scenario", "parallelism"),
+    ("scenario", "parallelism", "edges"),
     [
-        ("idle-source", (1, 3, 2)),  # the only source stops: every map valve goes idle
-        ("restart", (1, 3, 2)),
-        ("backpressure", (3, 1, 1)),
-        ("skew", (3, 2, 1)),
+        ("idle-source", (1, 3, 2), "all-to-all"),  # the only source stops: every valve idles
+        ("restart", (1, 3, 2), "all-to-all"),
+        ("backpressure", (3, 1, 1), "all-to-all"),
+        ("skew", (3, 2, 1), "all-to-all"),
+        ("idle-source", (3, 5, 2), "pointwise"),  # one map reads only the stopped source
+        ("restart", (2, 5, 3), "pointwise"),
+        ("backpressure", (5, 2, 4), "pointwise"),
+        ("skew", (4, 4, 4), "pointwise"),
     ],
 )
-def test_other_parallelism_follows_the_rules(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    scenario: str,
-    parallelism: tuple[int, int, int],
+def test_other_graphs_follow_the_rules(
+    tmp_path: Path, scenario: str, parallelism: tuple[int, int, int], edges: str
 ) -> None:
-    monkeypatch.setattr(gen, "PARALLELISM", parallelism)
-    run = load(generate(scenario, tmp_path, seed=5))
+    run = load(generate(scenario, tmp_path, seed=5, parallelism=parallelism, edges=edges))
     got = tuple(run.vertices[run.vertex_id(r)]["parallelism"] for r in ("source", "map", "sink"))
     assert got == parallelism
     for check in CHECKS:

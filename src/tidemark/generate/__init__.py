@@ -1,8 +1,8 @@
 """Synthetic Flink runtime events for named scenarios (``tidemark generate``).
 
-The generator simulates a three-vertex streaming job, ``source -> map -> sink`` (all-to-all edges,
-parallelism :data:`PARALLELISM`, 2/4/2), and writes the runtime events such a job would report,
-valid under the event contract (``contract.md`` section 1), into one directory:
+The generator simulates a three-vertex streaming job, ``source -> map -> sink`` (by default
+parallelism 2/4/2 with all-to-all edges; see "Job graph" below), and writes the runtime events such
+a job would report, valid under the event contract (``contract.md`` section 1), into one directory:
 
 * ``graph.jsonl``: one ``vertex`` record per vertex;
 * ``events-00000.jsonl``, ``events-00001.jsonl``, ...: at most :data:`MAX_LINES_PER_FILE` lines
@@ -14,10 +14,23 @@ valid under the event contract (``contract.md`` section 1), into one directory:
   ``throttle_windows`` (``[start_ms, end_ms)`` pairs), ``stopped_source`` (subtask, ``stop_ms``,
   ``resume_ms`` and when it sent ``IDLE`` / ``ACTIVE``), ``hot_subtask`` and ``failure``
   (subtask, ``failure_ms``, ``restart_ms``) and ``bottleneck`` (the vertex, and subtask if one,
-  that causes the back pressure); the keys that do not apply are empty or null.
+  that causes the back pressure); the keys that do not apply are empty or null. With
+  ``file_seconds``, ``file_spans`` lists the events files of each span of arrival time.
 
-The output is a pure function of ``(scenario, seed, scale)``: byte-identical on every run. The
-job and vertex ids are 32 hex characters derived from it.
+The output is a pure function of ``(scenario, seed, scale, parallelism, edges)`` (and the file
+span): byte-identical on every run. The job and vertex ids are 32 hex characters derived from it.
+
+Job graph
+---------
+``parallelism`` is the source, map and sink parallelism, or a total that is split about 1 : 2 : 1
+(1,000 gives 250/500/250). ``edges`` is Flink's distribution pattern of both edges:
+``all-to-all`` (keyBy, rebalance: every subtask reads every upstream subtask) or ``pointwise``
+(forward, rescale: connected as Flink's scheduler does, :func:`~tidemark.generate.plan.inputs_of`).
+Each valve's ``num_channels`` and every record's route follow it. The volume grows with the
+graph: a 1,000-subtask pointwise job gives about 4.0 million timer and 0.3 million watermark
+events per simulated minute; all-to-all at that size would be about 38 million watermark events
+per minute (every map reads 250 channels), which is what Flink's valves would see, but is rarely
+what one wants to generate.
 
 Simulation
 ----------
@@ -108,11 +121,15 @@ from tidemark.generate.lines import _tail_table, _write_events
 from tidemark.generate.manifest import _manifest
 from tidemark.generate.plan import (
     BASE_DURATION_MS,
+    DEFAULT_EDGES,
+    DEFAULT_PARALLELISM,
+    EDGES,
     EPOCH_START_MS,
     SCENARIOS,
     _make_plan,
     _make_tasks,
     _vertex_records,
+    split_parallelism,
 )
 from tidemark.generate.plan import STEP_MS as STEP_MS
 from tidemark.generate.plan import WATERMARK_INTERVAL_MS as WATERMARK_INTERVAL_MS
@@ -121,18 +138,19 @@ from tidemark.generate.watermarks import _add_watermark_events
 
 __all__ = [
     "BASE_DURATION_MS",
+    "DEFAULT_EDGES",
+    "DEFAULT_PARALLELISM",
+    "EDGES",
     "EPOCH_START_MS",
     "MAX_LINES_PER_FILE",
-    "PARALLELISM",
     "SCENARIOS",
     "GenerateResult",
     "generate",
+    "split_parallelism",
 ]
 
 MAX_LINES_PER_FILE: int = 1_000_000
 """Most lines in one ``events-NNNNN.jsonl`` file."""
-PARALLELISM: tuple[int, int, int] = (2, 4, 2)
-"""Parallelism of the source, map and sink vertices (read at each call)."""
 
 GRAPH_FILE: Final = "graph.jsonl"
 MANIFEST_FILE: Final = "manifest.json"
@@ -153,21 +171,35 @@ class GenerateResult:
     manifest: Path
 
 
-def generate(scenario: str, out_dir: Path, *, seed: int = 0, scale: int = 1) -> GenerateResult:
+def generate(
+    scenario: str,
+    out_dir: Path,
+    *,
+    seed: int = 0,
+    scale: int = 1,
+    parallelism: int | tuple[int, int, int] = DEFAULT_PARALLELISM,
+    edges: str = DEFAULT_EDGES,
+    file_seconds: int | None = None,
+) -> GenerateResult:
     """Write the event files of ``scenario`` into ``out_dir`` and return what was written.
 
     ``seed`` (>= 0) picks the random run, ``scale`` (>= 1) multiplies the simulated time and so
-    the number of events (92k to 110k lines per unit, see the module docstring). ``out_dir``
-    is created if missing; it may already hold the output of an earlier run (``graph.jsonl``,
+    the number of events (92k to 110k lines per unit, see the module docstring). ``parallelism``
+    is the source, map and sink parallelism, or the job's total number of subtasks, split about
+    1 : 2 : 1 (:func:`split_parallelism`); ``edges`` how their subtasks connect (:data:`EDGES`).
+    With ``file_seconds``, a new events file starts at every ``file_seconds`` of arrival time
+    (the manifest's ``file_spans`` lists the files of each span). ``out_dir`` is created if
+    missing; it may already hold the output of an earlier run (``graph.jsonl``,
     ``events-NNNNN.jsonl``, ``manifest.json``), which is replaced, but nothing else.
 
-    Raises :class:`ValueError` for an unknown scenario, a bad seed or scale, or an output
-    directory holding other files.
+    Raises :class:`ValueError` for an unknown scenario or edges, a bad seed, scale,
+    parallelism or file span, or an output directory holding other files.
     """
     seed, scale = _check_args(scenario, seed, scale)
+    graph = _check_graph(parallelism, edges, file_seconds)
     out_dir = Path(out_dir)
     _prepare_out_dir(out_dir)
-    plan = _make_plan(scenario, seed, scale, PARALLELISM)
+    plan = _make_plan(scenario, seed, scale, graph, edges)
     rng = np.random.default_rng(np.random.SeedSequence([seed, SCENARIOS.index(scenario), scale]))
 
     steps, lag_ms = _simulate_queues(plan, rng)
@@ -183,13 +215,19 @@ def generate(scenario: str, out_dir: Path, *, seed: int = 0, scale: int = 1) -> 
         encoding="utf-8",
         newline="\n",
     )
-    event_files, counts = _write_events(
-        plan, tasks, tails, wm_start, out_dir, rng, per_file=MAX_LINES_PER_FILE
+    span_ms = None if file_seconds is None else file_seconds * 1000
+    event_files, counts, spans = _write_events(
+        plan, tasks, tails, wm_start, out_dir, rng, per_file=MAX_LINES_PER_FILE, span_ms=span_ms
     )
     files = [graph_path, *event_files]
     n_lines = 3 + sum(counts.values())
 
     manifest = _manifest(plan, tasks, files, counts, n_lines, stopped_truth)
+    if span_ms is not None:
+        by_span: list[list[str]] = [[] for _ in range(max(spans, default=-1) + 1)]
+        for path, span in zip(event_files, spans, strict=True):
+            by_span[span].append(path.name)
+        manifest["file_spans"] = {"span_ms": span_ms, "events_files": by_span}
     manifest_path = out_dir / MANIFEST_FILE
     manifest_path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8", newline="\n")
     return GenerateResult(files=files, events=n_lines, manifest=manifest_path)
@@ -204,6 +242,31 @@ def _check_args(scenario: str, seed: int, scale: int) -> tuple[int, int]:
     if isinstance(scale, bool) or not isinstance(scale, numbers.Integral) or scale < 1:
         raise ValueError(f"scale must be an integer >= 1, got {scale!r}")
     return int(seed), int(scale)
+
+
+def _check_graph(
+    parallelism: int | tuple[int, int, int], edges: str, file_seconds: int | None
+) -> tuple[int, int, int]:
+    """Validate the job graph and file span; return the three parallelisms."""
+    if edges not in EDGES:
+        raise ValueError(f"unknown edges {edges!r}; choose one of: {', '.join(EDGES)}")
+    if file_seconds is not None and (
+        isinstance(file_seconds, bool)
+        or not isinstance(file_seconds, numbers.Integral)
+        or file_seconds < 1
+    ):
+        raise ValueError(f"file_seconds must be an integer >= 1, got {file_seconds!r}")
+    if isinstance(parallelism, numbers.Integral) and not isinstance(parallelism, bool):
+        return split_parallelism(int(parallelism))
+    graph = tuple(parallelism) if isinstance(parallelism, (tuple, list)) else ()
+    if len(graph) != 3 or not all(
+        isinstance(p, numbers.Integral) and not isinstance(p, bool) and p >= 1 for p in graph
+    ):
+        raise ValueError(
+            "parallelism must be the job's number of subtasks (>= 3) or three integers >= 1 "
+            f"(source, map, sink), got {parallelism!r}"
+        )
+    return int(graph[0]), int(graph[1]), int(graph[2])
 
 
 def _is_own_output(name: str) -> bool:

@@ -30,10 +30,9 @@ def _tail_table(
         for name in _TIMER_NAMES
         for action in ("start", "end")
     ]
-    ps, pm, _ = plan.parallelism
     status_base: dict[tuple[int, int, str], int] = {}
     wm_base: dict[tuple[int, int], int] = {}
-    channel_sets = sorted({ps, pm})
+    channel_sets = sorted({len(reads) for reads in (*plan.map_inputs, *plan.sink_inputs)})
     for n_ch in channel_sets:
         for ch in range(n_ch):
             for st in ("IDLE", "ACTIVE"):
@@ -162,10 +161,15 @@ def _write_events(
     rng: np.random.Generator,
     *,
     per_file: int,
-) -> tuple[list[Path], dict[str, int]]:
+    span_ms: int | None = None,
+) -> tuple[list[Path], dict[str, int], list[int]]:
     """Number each task's events (``seq``), order all lines by arrival and write the files.
 
-    At most ``per_file`` lines go into one ``events-NNNNN.jsonl`` file.
+    At most ``per_file`` lines go into one ``events-NNNNN.jsonl`` file. With ``span_ms``, a
+    new file also starts at every ``span_ms`` of arrival time from the run's start, as a capture
+    that rolls its file on time would write them; lines arriving after the run's end go into
+    the last span. Returns the files, the lines per record type and each file's span (0 without
+    ``span_ms``).
     """
     n_tasks = len(tasks)
     heads: list[str] = []
@@ -198,7 +202,10 @@ def _write_events(
     seq = np.concatenate(all_seq)
     head = np.concatenate(all_head)
     del all_ts, all_code, all_val, all_seq, all_head
-    order = np.argsort(ts + rng.integers(0, _ARRIVAL_JITTER_MS, size=ts.size), kind="stable")
+    arrival = ts + rng.integers(0, _ARRIVAL_JITTER_MS, size=ts.size)
+    order = np.argsort(arrival, kind="stable")
+    ranges = _file_ranges(arrival[order], plan, per_file, span_ms)
+    del arrival
 
     n_timer = int(np.count_nonzero(code < 2 * len(_TIMER_NAMES)))
     n_wm = int(np.count_nonzero(code >= wm_start))
@@ -214,14 +221,12 @@ def _write_events(
         rows=min(_WRITE_CHUNK, ts.size),
     )
     files: list[Path] = []
-    n = ts.size
     # One writer thread overlaps the disk writes with building the next chunk; the writes keep
     # their order, so the bytes do not depend on timing.
     with ThreadPoolExecutor(max_workers=1) as writer:
-        for f_no, f_start in enumerate(range(0, n, per_file)):
+        for f_no, (f_start, f_end, _) in enumerate(ranges):
             path = out_dir / f"events-{f_no:05d}.jsonl"
             files.append(path)
-            f_end = min(f_start + per_file, n)
             with path.open("wb") as fh:
                 pending: Future[int] | None = None
                 try:
@@ -234,4 +239,21 @@ def _write_events(
                 finally:
                     if pending is not None:
                         pending.result()
-    return files, counts
+    return files, counts, [span for _, _, span in ranges]
+
+
+def _file_ranges(
+    arrival: NDArray[np.int64], plan: _Plan, per_file: int, span_ms: int | None
+) -> list[tuple[int, int, int]]:
+    """``(first line, end line, span)`` of each file, for lines sorted by ``arrival``."""
+    n = arrival.size
+    if span_ms is None:
+        return [(a, min(a + per_file, n), 0) for a in range(0, n, per_file)]
+    n_spans = -(-(plan.end_ms - plan.start_ms) // span_ms)
+    cuts = np.searchsorted(arrival, plan.start_ms + span_ms * np.arange(1, n_spans))
+    bounds = [0, *cuts.tolist(), n]
+    return [
+        (a, min(a + per_file, hi), span)
+        for span, (lo, hi) in enumerate(zip(bounds, bounds[1:], strict=False))
+        for a in range(lo, hi, per_file)
+    ]

@@ -52,6 +52,7 @@ def _manifest(
         "epoch_end_ms": plan.end_ms,
         "step_ms": STEP_MS,
         "watermark_interval_ms": WATERMARK_INTERVAL_MS,
+        "edges": plan.edges,
         "vertices": vertices,
         "files": [p.name for p in files],
         "events": n_lines,

@@ -33,6 +33,47 @@ WATERMARK_INTERVAL_MS: Final = 200
 
 _ROLE_SOURCE, _ROLE_MAP, _ROLE_SINK = 0, 1, 2
 
+EDGES: tuple[str, ...] = ("all-to-all", "pointwise")
+"""How subtasks of neighbouring vertices connect: Flink's two distribution patterns."""
+DEFAULT_PARALLELISM: Final = (2, 4, 2)
+DEFAULT_EDGES: Final = "all-to-all"
+
+
+def inputs_of(upstream: int, downstream: int, edges: str) -> tuple[tuple[int, ...], ...]:
+    """The upstream subtasks each downstream subtask reads, in channel order.
+
+    ``all-to-all`` (Flink's ALL_TO_ALL: keyBy, rebalance, broadcast): every upstream subtask.
+    ``pointwise`` (Flink's POINTWISE: forward, rescale): as Flink's scheduler connects them
+    (``EdgeManagerBuildUtil.connectPointwise``): equal counts pair up one to one; more upstream
+    subtasks than downstream give each downstream subtask a contiguous range of them; fewer give
+    each upstream subtask a contiguous range of downstream subtasks, each of which reads it alone.
+    """
+    if edges == "all-to-all":
+        return tuple(tuple(range(upstream)) for _ in range(downstream))
+    if upstream >= downstream:
+        return tuple(
+            tuple(range(k * upstream // downstream, (k + 1) * upstream // downstream))
+            for k in range(downstream)
+        )
+    reads = [()] * downstream
+    for i in range(upstream):
+        first = (i * downstream + upstream - 1) // upstream
+        last = ((i + 1) * downstream + upstream - 1) // upstream
+        for k in range(first, last):
+            reads[k] = (i,)
+    return tuple(reads)
+
+
+def split_parallelism(total: int) -> tuple[int, int, int]:
+    """A job of ``total`` subtasks as source, map and sink parallelism, about 1 : 2 : 1.
+
+    ``8`` gives the default ``(2, 4, 2)``, ``1000`` gives ``(250, 500, 250)``.
+    """
+    if total < 3:
+        raise ValueError(f"a job of source, map and sink needs at least 3 subtasks, got {total}")
+    outer = max(1, round(total / 4))
+    return outer, total - 2 * outer, outer
+
 
 @dataclass(frozen=True)
 class _Plan:
@@ -42,6 +83,9 @@ class _Plan:
     seed: int
     scale: int
     parallelism: tuple[int, int, int]
+    edges: str
+    map_inputs: tuple[tuple[int, ...], ...]  # per map subtask: its source subtasks (channels)
+    sink_inputs: tuple[tuple[int, ...], ...]  # per sink subtask: its map subtasks (channels)
     job_id: str
     vertex_ids: tuple[str, str, str]
     n_steps: int
@@ -96,9 +140,15 @@ def _hex_id(*parts: object) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def _make_plan(scenario: str, seed: int, scale: int, parallelism: tuple[int, int, int]) -> _Plan:
+def _make_plan(
+    scenario: str,
+    seed: int,
+    scale: int,
+    parallelism: tuple[int, int, int] = DEFAULT_PARALLELISM,
+    edges: str = DEFAULT_EDGES,
+) -> _Plan:
     """The run's plan; ``parallelism`` is the source, map and sink parallelism."""
-    ps, pm, _ = parallelism
+    ps, pm, pk = parallelism
     # A separate stream for the plan, so the phases do not shift with simulation details.
     prng = np.random.default_rng(np.random.SeedSequence([seed, SCENARIOS.index(scenario), 7]))
     n_steps = scale * BASE_DURATION_MS // STEP_MS
@@ -122,16 +172,29 @@ def _make_plan(scenario: str, seed: int, scale: int, parallelism: tuple[int, int
     legacy_role = int(prng.integers(2))
     legacy_task = (legacy_role, int(prng.integers((ps, pm)[legacy_role])))
     names = ("source", "map", "sink")
+    # The default graph keeps the ids it always had; any other graph is another job.
+    graph = (
+        ()
+        if (parallelism, edges) == (DEFAULT_PARALLELISM, DEFAULT_EDGES)
+        else (
+            "x".join(map(str, parallelism)),
+            edges,
+        )
+    )
+    run_id = (scenario, seed, scale, *graph)
     return _Plan(
         scenario=scenario,
         seed=seed,
         scale=scale,
         parallelism=parallelism,
-        job_id=_hex_id(scenario, seed, scale, "job"),
+        edges=edges,
+        map_inputs=inputs_of(ps, pm, edges),
+        sink_inputs=inputs_of(pm, pk, edges),
+        job_id=_hex_id(*run_id, "job"),
         vertex_ids=(
-            _hex_id(scenario, seed, scale, "vertex", names[0]),
-            _hex_id(scenario, seed, scale, "vertex", names[1]),
-            _hex_id(scenario, seed, scale, "vertex", names[2]),
+            _hex_id(*run_id, "vertex", names[0]),
+            _hex_id(*run_id, "vertex", names[1]),
+            _hex_id(*run_id, "vertex", names[2]),
         ),
         n_steps=n_steps,
         load=load,

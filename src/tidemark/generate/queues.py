@@ -87,13 +87,24 @@ class _QueueModel:
         if plan.failed_map is not None:
             self.map_up[plan.failed_map, plan.fail_steps[0] : plan.fail_steps[1]] = False
             self.restart_step = plan.fail_steps[1]
-        share = np.full((ps, pm), 1.0 / pm)  # source i -> map j
-        if plan.hot_map is not None and pm > 1:
-            share[:] = (1.0 - plan.hot_share) / (pm - 1)
-            share[:, plan.hot_map] = plan.hot_share
+        # Who feeds whom: (map, channel) per source, (sink, channel) per map (plan.inputs_of).
+        self.src_targets = _targets(plan.map_inputs, ps)
+        self.map_targets = _targets(plan.sink_inputs, pm)
+        self.fanout = np.array([len(t) for t in self.map_targets], dtype=np.float64)
+        self.dense = plan.edges == "all-to-all"
+        share = np.zeros((ps, pm))  # source i -> map j; a source splits its records evenly
+        for i, targets in enumerate(self.src_targets):
+            maps = [j for j, _ in targets]
+            share[i, maps] = 1.0 / len(maps)
+            if plan.hot_map in maps and len(maps) > 1:
+                share[i, maps] = (1.0 - plan.hot_share) / (len(maps) - 1)
+                share[i, plan.hot_map] = plan.hot_share
         self.share = share
-        self.q_map = _BUFFER_STEPS * _SOURCE_CAPACITY * dt / (ps * pm)  # one channel's room
-        self.q_sink = _BUFFER_STEPS * _SOURCE_CAPACITY * dt / (pm * pk)
+        # One channel's room: the buffers hold 2 steps of full source output over all channels.
+        n_map_ch = sum(len(c) for c in plan.map_inputs)
+        n_sink_ch = sum(len(c) for c in plan.sink_inputs)
+        self.q_map = _BUFFER_STEPS * _SOURCE_CAPACITY * dt / n_map_ch
+        self.q_sink = _BUFFER_STEPS * _SOURCE_CAPACITY * dt / n_sink_ch
         self.src_code = np.zeros((ps, n), dtype=np.int64)
         self.map_code = np.zeros((pm, n), dtype=np.int64)
         self.sink_code = np.zeros((pk, n), dtype=np.int64)
@@ -119,21 +130,24 @@ class _QueueModel:
         prev_src = np.concatenate([pushed_src[:, None], d[:, :-1]], axis=1)
         a_map = self.share.T @ prev_src
         prev_map = np.concatenate([pushed_map[:, None], a_map[:, :-1]], axis=1)
-        a_sink = prev_map.sum(axis=0) / pk
+        if self.dense:  # every sink gets the same: the sum's order of operations as ever
+            a_sink = np.broadcast_to(prev_map.sum(axis=0) / pk, (pk, t1 - t0))
+        else:
+            a_sink = np.zeros((pk, t1 - t0))
+            for j, targets in enumerate(self.map_targets):
+                a_sink[[k for k, _ in targets]] += prev_map[j] / self.fanout[j]
         sc, mc, kc = self.src_cap[:, t0:t1], self.map_cap[:, t0:t1], self.sink_cap[:, t0:t1]
         ok = (d <= sc).all(axis=0)
         ok &= (d * self.share.max(axis=1)[:, None] <= self.q_map).all(axis=0)
         ok &= (a_map <= mc).all(axis=0) & self.map_up[:, t0:t1].all(axis=0)
-        ok &= (a_map / pk <= self.q_sink).all(axis=0)
-        ok &= (a_sink[None, :] <= kc).all(axis=0)
+        ok &= (a_map / self.fanout[:, None] <= self.q_sink).all(axis=0)
+        ok &= (a_sink <= kc).all(axis=0)
         bad = np.flatnonzero(~ok)
         m = int(bad[0]) if bad.size else t1 - t0
         end = t0 + m
         self.src_code[:, t0:end] = _blocked_ms(d[:, :m], sc[:, :m])
         self.map_code[:, t0:end] = _blocked_ms(a_map[:, :m], mc[:, :m])
-        self.sink_code[:, t0:end] = _blocked_ms(
-            np.broadcast_to(a_sink[:m], kc[:, :m].shape), kc[:, :m]
-        )
+        self.sink_code[:, t0:end] = _blocked_ms(a_sink[:, :m], kc[:, :m])
         if bad.size:
             return end, prev_src[:, m], prev_map[:, m], True
         return end, d[:, -1].copy(), a_map[:, -1].copy(), False
@@ -148,13 +162,14 @@ class _QueueModel:
         step_ms = float(STEP_MS)
         share = self.share.tolist()
         q_map, q_sink = self.q_map, self.q_sink
-        # Channel contents: qm[j][i] source i -> map j, qs[k][j] map j -> sink k.
+        # Channel contents by channel index: qm[j][c] into map j, qs[k][c] into sink k.
         src_prev, map_prev = pushed_src.tolist(), pushed_map.tolist()  # Python floats: faster
-        qm = [[src_prev[i] * share[i][j] for i in rp] for j in rm]
-        qs = [[map_prev[j] / pk for j in rm] for _ in rk]
+        fanout = self.fanout.tolist()
+        src_targets, map_targets = self.src_targets, self.map_targets
+        qm = [[src_prev[i] * share[i][j] for i in plan.map_inputs[j]] for j in rm]
+        qs = [[map_prev[j] / fanout[j] for j in plan.sink_inputs[k]] for k in rk]
         failed = plan.failed_map
         backlog = [0.0] * ps
-        zeros_m = [0.0] * pm
         src_codes: list[list[int]] = [[] for _ in rp]
         map_codes: list[list[int]] = [[] for _ in rm]
         sink_codes: list[list[int]] = [[] for _ in rk]
@@ -185,7 +200,7 @@ class _QueueModel:
                         sink_codes[k].append(0)
                         clean = False
                     else:
-                        qs[k] = zeros_m[:]
+                        qs[k] = [0.0] * len(col)
                         sink_codes[k].append(int((1.0 - a / c) * step_ms + 0.5))
                 # Maps move records from their channels into the sinks' channels.
                 for j in rm:
@@ -196,14 +211,14 @@ class _QueueModel:
                         continue
                     col = qm[j]
                     if u == restart_u and j == failed:
-                        col = qm[j] = [0.0] * ps
+                        col = qm[j] = [0.0] * len(col)
                     a = sum(col)
                     fullest = 0.0
-                    for k in rk:
-                        x = qs[k][j]
+                    for k, c_in in map_targets[j]:
+                        x = qs[k][c_in]
                         if x > fullest:
                             fullest = x
-                    o = (q_sink - fullest) * pk
+                    o = (q_sink - fullest) * fanout[j]
                     c = map_cap[j][u]
                     p = a if a < c else c
                     if o < p:
@@ -216,10 +231,10 @@ class _QueueModel:
                         qm[j] = [x * f for x in col]
                         clean = False
                     else:
-                        qm[j] = [0.0] * ps
-                    add = p / pk
-                    for k in rk:
-                        qs[k][j] += add
+                        qm[j] = [0.0] * len(col)
+                    add = p / fanout[j]
+                    for k, c_in in map_targets[j]:
+                        qs[k][c_in] += add
                     p_map[j] = p
                     map_codes[j].append(0 if code == 100 else code)
                 # Sources read demand plus lag and push it into the maps' channels.
@@ -227,8 +242,8 @@ class _QueueModel:
                     a = backlog[i] + demand[i][u]
                     sh = share[i]
                     o = a + 1.0
-                    for j in rm:
-                        room = (q_map - qm[j][i]) / sh[j]
+                    for j, c_in in src_targets[i]:
+                        room = (q_map - qm[j][c_in]) / sh[j]
                         if room < o:
                             o = room
                     c = src_cap[i][u]
@@ -238,8 +253,8 @@ class _QueueModel:
                         code = 100 + int((1.0 - p / c) * step_ms + 0.5)
                     else:
                         code = int((1.0 - p / c) * step_ms + 0.5)
-                    for j in rm:
-                        qm[j][i] += p * sh[j]
+                    for j, c_in in src_targets[i]:
+                        qm[j][c_in] += p * sh[j]
                     rest = a - p
                     if rest > 1e-9:
                         clean = False
@@ -259,6 +274,15 @@ class _QueueModel:
         self.sink_code[:, t0:t] = sink_codes
         self.backlog[:, t0:t] = backlogs
         return t, np.asarray(p_src), np.asarray(p_map)
+
+
+def _targets(inputs: tuple[tuple[int, ...], ...], upstream: int) -> list[list[tuple[int, int]]]:
+    """Per upstream subtask, the (downstream subtask, channel index) pairs it writes to."""
+    out: list[list[tuple[int, int]]] = [[] for _ in range(upstream)]
+    for k, reads in enumerate(inputs):
+        for c, j in enumerate(reads):
+            out[j].append((k, c))
+    return out
 
 
 def _simulate_queues(

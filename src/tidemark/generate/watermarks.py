@@ -22,7 +22,7 @@ from tidemark.generate.plan import (
     _Plan,
     _Task,
 )
-from tidemark.generate.queues import _smooth_noise
+from tidemark.generate.queues import _smooth_noise, _targets
 from udfs.valve import StatusWatermarkValve
 
 _WATERMARK_BOUND_MS: Final = 2_000  # bounded out-of-orderness of the sources
@@ -69,7 +69,7 @@ def _deliver(
 def _source_channels(
     plan: _Plan, lag_ms: list[NDArray[np.float64]], rng: np.random.Generator
 ) -> tuple[list[list[_ChannelEvents]], dict[str, int | None] | None]:
-    """What each map subtask receives from each source subtask (``[source][map]``).
+    """What each map subtask receives on each of its channels (``[map][channel]``).
 
     A source's watermark is its processing time minus a bounded random delay minus its lag; it
     is sent every :data:`WATERMARK_INTERVAL_MS` when it has advanced. A stopped source sends
@@ -77,8 +77,9 @@ def _source_channels(
     tick after the resume. Also returns the stop's ground truth.
     """
     ps, pm, _ = plan.parallelism
-    out: list[list[_ChannelEvents]] = []
+    out: list[list[_ChannelEvents]] = [[] for _ in range(pm)]
     truth: dict[str, int | None] | None = None
+    targets = _targets(plan.map_inputs, ps)
     for i in range(ps):
         phase = int(rng.integers(0, WATERMARK_INTERVAL_MS))
         tick = np.arange(plan.start_ms + phase, plan.end_ms, WATERMARK_INTERVAL_MS, dtype=np.int64)
@@ -114,7 +115,8 @@ def _source_channels(
         val = np.concatenate([cur[send], np.zeros(len(st_ts), dtype=np.int64)])
         order = np.lexsort((kind, sent_ts))
         sent_ts, kind, val = sent_ts[order], kind[order], val[order]
-        out.append([_deliver(sent_ts, kind, val, rng) for _ in range(pm)])
+        for j, c in targets[i]:
+            out[j].insert(c, _deliver(sent_ts, kind, val, rng))
     return out, truth
 
 
@@ -173,29 +175,28 @@ def _add_watermark_events(
     Each map attempt runs a valve over what it receives and forwards every emission, in order,
     to every sink subtask.
     """
-    ps, pm, pk = plan.parallelism
-    src, stop_truth = _source_channels(plan, lag_ms, rng)
+    _, pm, pk = plan.parallelism
+    to_map, stop_truth = _source_channels(plan, lag_ms, rng)
     emitted: list[list[tuple[int, int, int]]] = [[] for _ in range(pm)]  # per map (ts, kind, val)
     for task in tasks:
         if task.role != _ROLE_MAP:
             continue
         j = task.subtask
-        ts, kind, val, ch = _merge_channels(
-            [src[i][j] for i in range(ps)], task.start_ms, task.end_ms
-        )
-        if task.attempt > 0 and plan.stopped_source is not None:
+        sources = plan.map_inputs[j]
+        ts, kind, val, ch = _merge_channels(to_map[j], task.start_ms, task.end_ms)
+        if task.attempt > 0 and plan.stopped_source in sources:
             # A restarted attempt learns which of its inputs are idle when it connects.
             a, b = (plan.step_ms(s) for s in plan.stop_steps)
             if a <= task.start_ms < b:
                 ts = np.insert(ts, 0, task.start_ms)
                 kind = np.insert(kind, 0, _EV_IDLE)
                 val = np.insert(val, 0, 0)
-                ch = np.insert(ch, 0, plan.stopped_source)
+                ch = np.insert(ch, 0, sources.index(plan.stopped_source))
         task.ts.append(ts)
-        task.code.append(_channel_codes(kind, ch, ps, status_base, wm_base))
+        task.code.append(_channel_codes(kind, ch, len(sources), status_base, wm_base))
         task.val.append(np.where(kind == _EV_WM, val, 0))
         # The product's valve, default semantics: Flink 1.13 to 2.0, rules W1-W4 and S1-S3.
-        valve = StatusWatermarkValve(ps)
+        valve = StatusWatermarkValve(len(sources))
         out = emitted[j]
         for t_ev, k_ev, v_ev, c_ev in zip(
             ts.tolist(), kind.tolist(), val.tolist(), ch.tolist(), strict=True
@@ -210,18 +211,18 @@ def _add_watermark_events(
                 else:
                     out.append((t_ev, _STATUS_KINDS[value], 0))
 
-    to_sink: list[list[_ChannelEvents]] = []  # [map][sink]
-    for j in range(pm):
+    to_sink: list[list[_ChannelEvents]] = [[] for _ in range(pk)]  # [sink][channel]
+    for j, targets in enumerate(_targets(plan.sink_inputs, pm)):
         em = np.asarray(emitted[j], dtype=np.int64).reshape(-1, 3)
-        to_sink.append([_deliver(em[:, 0], em[:, 1], em[:, 2], rng) for _ in range(pk)])
+        for k, c in targets:
+            to_sink[k].insert(c, _deliver(em[:, 0], em[:, 1], em[:, 2], rng))
     for task in tasks:
         if task.role != _ROLE_SINK:
             continue
         k = task.subtask
-        ts, kind, val, ch = _merge_channels(
-            [to_sink[j][k] for j in range(pm)], task.start_ms, task.end_ms
-        )
+        ts, kind, val, ch = _merge_channels(to_sink[k], task.start_ms, task.end_ms)
         task.ts.append(ts)
-        task.code.append(_channel_codes(kind, ch, pm, status_base, wm_base))
+        n_ch = len(plan.sink_inputs[k])
+        task.code.append(_channel_codes(kind, ch, n_ch, status_base, wm_base))
         task.val.append(np.where(kind == _EV_WM, val, 0))
     return stop_truth
