@@ -428,6 +428,29 @@ def test_repeated_vertex_record_is_a_duplicate_and_a_new_one_lands(
     assert sorted(r["parallelism"] for r in rows(lake, "vertices")) == [2, 4, 8]
 
 
+def test_only_the_vertex_records_of_a_files_jobs_are_read(
+    tmp_path: Path, lake: Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 10: the vertices table is not read whole at every ingest."""
+    first = [vertex(job_id=f"job-{n}", parallelism=2) for n in range(3)]
+    ingest([write_jsonl(tmp_path / "a.jsonl", first)], lake)
+    read: list[str | None] = []
+    landed_vertices = landing._landed_vertices
+
+    def spy(tables, exclude_sha, job_id=None):
+        read.append(job_id)
+        return landed_vertices(tables, exclude_sha, job_id)
+
+    monkeypatch.setattr(landing, "_landed_vertices", spy)
+    ingest([write_jsonl(tmp_path / "b.jsonl", [timer(0), timer(1, action="end")])], lake)
+    assert read == []
+    again = [vertex(job_id="job-1", parallelism=2), vertex(job_id="job-1", parallelism=3)]
+    report = ingest([write_jsonl(tmp_path / "c.jsonl", again)], lake)
+    assert read == ["job-1"]
+    assert (report.accepted, report.duplicates) == (1, 1)
+    assert len(rows(lake, "vertices")) == 4
+
+
 def test_empty_and_blank_files(tmp_path: Path, lake: Lake) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"")

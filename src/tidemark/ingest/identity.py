@@ -159,20 +159,25 @@ class Verdicts:
 class IdentityIndex:
     """The identities (and payload fingerprints) of the task events landed so far.
 
-    Without a summary, everything landed must be added with :meth:`add_landed`. With one, a task's
-    landed events are loaded through ``load`` (tasks -> their landed rows, parsed-schema columns)
-    the first time a block has an event of it that might repeat one.
+    Without a summary, everything landed must be added with :meth:`add_landed` and
+    :meth:`add_landed_vertices`. With one, a task's landed events are loaded through ``load``
+    (tasks -> their landed rows, parsed-schema columns) the first time a block has an event of it
+    that might repeat one, and a job's landed vertex records through ``load_vertices`` (job id ->
+    its rows) the first time a vertex record of that job is judged.
     """
 
     def __init__(
         self,
         summary: BronzeSummary | None = None,
         load: Callable[[list[Task]], pa.Table] | None = None,
+        load_vertices: Callable[[str], Iterable[dict[str, object]]] | None = None,
     ) -> None:
-        if (summary is None) != (load is None):
-            raise ValueError("a summary and its loader come together")
+        if not (summary is None) == (load is None) == (load_vertices is None):
+            raise ValueError("a summary and its loaders come together")
         self._summary = summary
         self._load = load
+        self._load_vertices = load_vertices
+        self._vertex_jobs: set[str] = set()
         self._ids: dict[Task, int] = {}
         self._tasks: list[Task] = []
         self._loaded: set[int] = set()
@@ -334,6 +339,9 @@ class IdentityIndex:
     def judge_vertex(self, row: dict[str, object]) -> bool:
         """True (and remembered) for a vertex record not landed before, False for a repeat."""
         key = vertex_key(row)
+        if self._load_vertices is not None and key[0] not in self._vertex_jobs:
+            self._vertex_jobs.add(key[0])
+            self.add_landed_vertices(self._load_vertices(key[0]))
         if key in self._vertices:
             return False
         self._vertices.add(key)

@@ -198,16 +198,14 @@ def _landed_events(
             yield _conform(table)
 
 
-def _add_landed_vertices(
-    index: IdentityIndex, tables: dict[str, DeltaTable], exclude_sha: str | None
-) -> None:
-    for batch in _scan(
-        tables["vertices"],
-        ["job_id", "vertex_id", "vertex_name", "parallelism", "busy_time_enabled"]
-        + ["upstream_vertex_ids"],
-        exclude_sha,
-    ):
-        index.add_landed_vertices(batch.to_pylist())
+def _landed_vertices(
+    tables: dict[str, DeltaTable], exclude_sha: str | None, job_id: str | None = None
+) -> Iterator[dict[str, object]]:
+    """The vertex records in bronze (of one job, if given), as dicts."""
+    columns = ["job_id", "vertex_id", "vertex_name", "parallelism", "busy_time_enabled"]
+    where = None if job_id is None else ds.field("job_id") == job_id
+    for batch in _scan(tables["vertices"], [*columns, "upstream_vertex_ids"], exclude_sha, where):
+        yield from batch.to_pylist()
 
 
 def load_index(tables: dict[str, DeltaTable], exclude_sha: str | None = None) -> IdentityIndex:
@@ -215,7 +213,7 @@ def load_index(tables: dict[str, DeltaTable], exclude_sha: str | None = None) ->
     index = IdentityIndex()
     for table in _landed_events(tables, exclude_sha):
         index.add_landed(table)
-    _add_landed_vertices(index, tables, exclude_sha)
+    index.add_landed_vertices(_landed_vertices(tables, exclude_sha))
     return index
 
 
@@ -223,7 +221,8 @@ def open_index(summary: BronzeSummary, tables: dict[str, DeltaTable]) -> Identit
     """An identity index that loads a task's landed events only when a new one might repeat one.
 
     Its cost follows the new data: ``summary`` is up to date (brought so from the data files added
-    since the last ingest), and most tasks' new events are simply above their highest seq.
+    since the last ingest), most tasks' new events are simply above their highest seq, and only
+    the vertex records of the jobs a file describes are read.
     """
 
     def load(tasks: list[Task]) -> pa.Table:
@@ -240,9 +239,7 @@ def open_index(summary: BronzeSummary, tables: dict[str, DeltaTable]) -> Identit
                 found.append(table.filter(pa.array(keep[codes])))
         return pa.concat_tables(found) if found else PARSED.empty_table()
 
-    index = IdentityIndex(summary, load)
-    _add_landed_vertices(index, tables, None)
-    return index
+    return IdentityIndex(summary, load, lambda job_id: _landed_vertices(tables, None, job_id))
 
 
 def _conform(table: pa.Table) -> pa.Table:
