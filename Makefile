@@ -45,10 +45,10 @@ test-unit: install  ## only the pure Python tests: no Spark, dbt or JVM (seconds
 test-live: install capture  ## only the live tests: a real Flink job (1.20.5 and 2.2.0), captured, ingested, built
 	$(BIN)/pytest -m live tests/live
 
-test-deep: install  ## the long property runs (incremental vs full refresh), and the gauge reference with window 5 (slow; CI runs it)
+test-deep: install  ## the long property runs (incremental vs full refresh), the gauge reference with window 5, and a Spark standalone cluster against local mode (slow; CI runs it)
 	TIDEMARK_PROPERTY_EXAMPLES=$${TIDEMARK_PROPERTY_EXAMPLES:-8} \
 	TIDEMARK_WATERMARK_EXAMPLES=$${TIDEMARK_WATERMARK_EXAMPLES:-4} \
-	$(BIN)/pytest -m deep tests/e2e
+	$(BIN)/pytest -m deep tests/e2e tests/cluster
 	TIDEMARK_REFERENCE_WINDOWS=5 \
 	$(BIN)/pytest tests/e2e/test_gauges_reference.py -k gauge_marts_match_a_literal_timer_gauge
 

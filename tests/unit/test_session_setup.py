@@ -1,7 +1,9 @@
-"""Spark set-up failures reach the user as one clear sentence (no Spark is started here)."""
+"""Spark set-up: failures reach the user as one clear sentence, and what the session factory sets
+and ships to a cluster is right (no Spark is started here)."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -66,11 +68,55 @@ def test_empty_lake_setting_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_pure_cores_do_not_import_pyspark() -> None:
-    import subprocess
-
     code = (
         "import sys, tidemark.ingest.landing, tidemark.lake, udfs.valve;"
         "assert 'pyspark' not in sys.modules, 'pyspark was imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
     assert session.LAKE_CONF == "spark.tidemark.lake"
+
+
+def test_driver_is_bound_to_loopback_only_in_local_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Local mode talks to itself; a cluster's executors must reach the driver from elsewhere."""
+    monkeypatch.delenv("SPARK_LOCAL_IP", raising=False)
+    lake = Lake.from_env(tmp_path)
+    monkeypatch.setenv("TIDEMARK_SPARK_MASTER", "local[2]")
+    assert spark_conf(lake)["spark.driver.host"] == "127.0.0.1"
+    monkeypatch.setenv("TIDEMARK_SPARK_MASTER", "yarn")
+    assert "spark.driver.host" not in spark_conf(lake)  # Spark's own choice: the host's address
+    monkeypatch.setenv("SPARK_LOCAL_IP", "10.0.0.7")
+    assert spark_conf(lake)["spark.driver.bindAddress"] == "10.0.0.7"
+    assert session.is_local_master("local") and session.is_local_master("local[*]")
+    assert not session.is_local_master("local-cluster[2,1,1024]")  # executors of their own
+
+
+def test_shipped_udfs_zip_is_the_whole_package_and_imports_alone() -> None:
+    """The zip a cluster's executors get holds every module of ``udfs`` and imports on a Python
+    that has nothing else: no site-packages, so no editable install of tidemark either."""
+    import zipfile
+
+    import udfs
+
+    class Context:
+        def addPyFile(self, path: str) -> None:
+            self.added = path
+
+    class Session:
+        sparkContext = Context()
+
+    archive = session.ship_udfs(Session())
+    assert archive is not None and Session.sparkContext.added == str(archive)
+    package = Path(udfs.__file__).parent
+    assert sorted(zipfile.ZipFile(archive).namelist()) == sorted(
+        f"udfs/{p.relative_to(package)}" for p in package.rglob("*.py")
+    )
+    code = (
+        f"import sys; sys.path.insert(0, {str(archive)!r}); import udfs.spark, udfs.task_feed;"
+        "print(udfs.spark.__file__)"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, check=True
+    )
+    assert shown.stdout.strip() == str(archive / "udfs" / "spark.py")

@@ -4,18 +4,26 @@ It starts Spark in local mode (unless ``TIDEMARK_SPARK_MASTER`` says otherwise) 
 under ``TIDEMARK_LAKE``: the warehouse, the Hive metastore (embedded Derby) and the bronze tables,
 which are exposed as views in the ``bronze`` database (Spark's global temporary database, renamed),
 and it registers tidemark's Python UDFs. See docs/decisions/0002-one-spark-session-factory.md.
+
+On a cluster (any master but ``local``/``local[...]``) it also ships the ``udfs`` package the
+driver imports to the executors, zipped, as a Python file of the session: executors run the
+driver's very code and need none of tidemark installed (docs/decisions/0010-spark-cluster.md).
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import zipfile
 from pathlib import Path
 
+import udfs
 from tidemark.lake import Lake
 from tidemark.spark.bronze import register_bronze
 from tidemark.spark.settings import DELTA_MODES as DELTA_MODES
@@ -53,12 +61,25 @@ def check_java() -> str:
     return shown.splitlines()[0] if shown else ""
 
 
+def is_local_master(master: str) -> bool:
+    """Whether ``master`` runs the executors inside the driver's JVM (``local``, ``local[4]``, ...).
+
+    ``local-cluster[...]`` is not local: its executors are processes of their own.
+    """
+    return master == "local" or master.startswith("local[")
+
+
 def spark_conf(lake: Lake) -> dict[str, str]:
-    """The Spark settings for ``lake`` (static ones included, so they apply at start-up)."""
+    """The Spark settings for ``lake`` (static ones included, so they apply at start-up).
+
+    Settings of the cluster itself (executor memory and cores, queues, jars, ...) are not here:
+    they go in ``$SPARK_CONF_DIR/spark-defaults.conf``, which Spark reads at start-up too.
+    """
     metastore = lake.metastore / "metastore_db"
     java_options = f"-Dderby.system.home={lake.logs} -Dlog4j2.configurationFile=file:{_LOG4J}"
+    master = os.environ.get("TIDEMARK_SPARK_MASTER", "local[*]")
     conf = {
-        "spark.master": os.environ.get("TIDEMARK_SPARK_MASTER", "local[*]"),
+        "spark.master": master,
         "spark.app.name": "tidemark",
         LAKE_CONF: str(lake.root),
         "spark.sql.catalogImplementation": "hive",
@@ -74,14 +95,18 @@ def spark_conf(lake: Lake) -> dict[str, str]:
         "spark.driver.memory": os.environ.get("TIDEMARK_DRIVER_MEMORY", "4g"),
         "spark.ui.enabled": "true" if os.environ.get("TIDEMARK_SPARK_UI") == "1" else "false",
         "spark.ui.showConsoleProgress": "false",
-        "spark.driver.host": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
-        "spark.driver.bindAddress": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
         # dbt-spark turns ANSI mode off in its sessions; the CLI and tests use the same semantics.
         "spark.sql.ansi.enabled": "false",
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.execution.pythonUDTF.arrow.enabled": "true",
     }
+    # Local mode talks to itself only; executors elsewhere must reach the driver at an address
+    # of theirs: SPARK_LOCAL_IP if set, else Spark's own choice (the host name's address).
+    address = os.environ.get("SPARK_LOCAL_IP") or ("127.0.0.1" if is_local_master(master) else "")
+    if address:
+        conf["spark.driver.host"] = address
+        conf["spark.driver.bindAddress"] = address
     if delta_mode() == "native":
         conf["spark.sql.extensions"] = "io.delta.sql.DeltaSparkSessionExtension"
         conf["spark.sql.catalog.spark_catalog"] = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
@@ -111,8 +136,9 @@ def spark_session(lake: Lake | None = None, extra_conf: dict[str, str] | None = 
     check_java()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    # Local mode talks to itself only; this also silences Spark's "resolves to loopback" warning.
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if is_local_master(os.environ.get("TIDEMARK_SPARK_MASTER", "local[*]")):
+        # This also silences Spark's "resolves to loopback" warning.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     for folder in (lake.warehouse, lake.metastore, lake.logs):
         folder.mkdir(parents=True, exist_ok=True)
     builder = SparkSession.builder.enableHiveSupport()
@@ -126,9 +152,34 @@ def spark_session(lake: Lake | None = None, extra_conf: dict[str, str] | None = 
     if delta_mode() == "native":
         _check_native_delta(spark)
     _check_metastore(spark, lake)
+    if not is_local_master(spark.sparkContext.master):
+        ship_udfs(spark)
     register_udfs(spark)
     register_bronze(spark, lake)
     return spark
+
+
+def ship_udfs(spark) -> Path | None:
+    """Zip the ``udfs`` package this process imports and add it to ``spark``'s Python files.
+
+    Every Python UDF and UDTF registered afterwards carries the zip: Spark copies it to each
+    executor and puts it first on its Python workers' path, so they import the driver's very
+    ``udfs`` whatever their own Python has installed (nothing of tidemark is needed there). The zip
+    lives in a temporary folder for the life of the process. Returns its path, or None when
+    ``udfs`` is itself imported from an archive (``spark-submit --py-files``), which Spark ships
+    already.
+    """
+    package = Path(udfs.__file__).parent
+    if not package.is_dir():
+        return None
+    folder = Path(tempfile.mkdtemp(prefix="tidemark-udfs-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    archive = folder / "udfs.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zipped:
+        for source in sorted(package.rglob("*.py")):
+            zipped.write(source, Path("udfs") / source.relative_to(package))
+    spark.sparkContext.addPyFile(str(archive))
+    return archive
 
 
 def _check_metastore(spark, lake: Lake) -> None:
