@@ -25,10 +25,33 @@ planned as (
 
 ),
 
+update_tasks as (
+
+    -- Tasks with any `update` record in bronze: a cheap filter (row groups without one are
+    -- skipped), so that the first-landed window below reads only tasks that may have rounds.
+    select distinct job_id, vertex_id, subtask_index, attempt
+    from {{ source('bronze', 'timer_events') }}
+    where action = 'update'
+
+),
+
+planned_with_updates as (
+
+    select planned.*
+    from planned
+    left semi join update_tasks
+        on
+            planned.job_id = update_tasks.job_id
+            and planned.vertex_id = update_tasks.vertex_id
+            and planned.subtask_index = update_tasks.subtask_index
+            and planned.attempt = update_tasks.attempt
+
+),
+
 first_landed as (
 
     -- staging's rule (stg_bronze__timer_events), after the filter on the changed tasks.
-    {{ tidemark_timer_events_of('planned') }}
+    {{ tidemark_timer_events_of('planned_with_updates') }}
 
 ),
 
