@@ -54,46 +54,12 @@ recomputed as (
 
 ),
 
-{% if is_incremental() %}
-
-replayed_tasks as (
-
-    select * from planned
-    where is_changed
-
-),
-
 final as (
 
-    {{ tidemark_rows_to_write(
-        'recomputed', 'replayed_tasks', ['job_id', 'vertex_id', 'subtask_index', 'attempt'],
-        'kept.second_start_ms >= replaced.replay_from_second_ms',
-        columns=['job_id', 'vertex_id', 'subtask_index', 'attempt', 'second_start_ms',
-            'sampling_start_ms', 'samples_taken', 'backpressured_samples', 'last_sample_ms',
-            'refresh_interval_ms', 'num_samples', 'delay_between_samples_ms', 'hour_at'],
-    ) }}
+    -- A changed task's rows from the second its replay starts are replaced; a build from
+    -- scratch needs a plan that replays every task from its first event.
+    {{ tidemark_incremental_tail() }}
 
 )
-
-{% else %}
-
-final as (
-
-    -- Built from scratch: the replayed seconds must then cover every task from its first event.
-    select recomputed.*
-    from recomputed
-    where (
-        select assert_true(
-            coalesce(bool_and(is_replayed_from_start), true),
-            'int_backpressure_samples_counted is being rebuilt, but this run replays only part of '
-            || 'the tasks: rebuild the gauge models together, e.g. dbt build --full-refresh '
-            || '--select int_timer_tasks_planned+'
-        )
-        from planned
-    ) is null
-
-)
-
-{% endif %}
 
 select * from final

@@ -26,14 +26,6 @@
     clamped to [0, 1000], k = the slots written so far, at most span / 5.
 -#}
 {%- set slots = tidemark_gauge_window_slots() | int -%}
-{%- set columns = ['job_id', 'vertex_id', 'subtask_index', 'attempt', 'update_ms',
-    'idle_time_ms_per_second', 'soft_back_pressured_time_ms_per_second',
-    'hard_back_pressured_time_ms_per_second', 'back_pressured_time_ms_per_second',
-    'busy_time_ms_per_second', 'backpressure_ratio', 'backpressure_level',
-    'accumulated_idle_time_ms', 'accumulated_back_pressured_time_ms',
-    'accumulated_busy_time_ms', 'round_source', 'is_exact',
-    'published_idle_time_ms_per_second', 'published_soft_back_pressured_time_ms_per_second',
-    'published_hard_back_pressured_time_ms_per_second', 'hour_at'] -%}
 
 with
 
@@ -556,8 +548,27 @@ not_exact_rounds as (
 rounds_checked as (
 
     select
-        all_rounds.*,
-        not_exact_rounds.update_ms is null as is_exact
+        all_rounds.job_id,
+        all_rounds.vertex_id,
+        all_rounds.subtask_index,
+        all_rounds.attempt,
+        all_rounds.update_ms,
+        all_rounds.idle_time_ms_per_second,
+        all_rounds.soft_back_pressured_time_ms_per_second,
+        all_rounds.hard_back_pressured_time_ms_per_second,
+        all_rounds.back_pressured_time_ms_per_second,
+        all_rounds.busy_time_ms_per_second,
+        all_rounds.backpressure_ratio,
+        all_rounds.backpressure_level,
+        all_rounds.accumulated_idle_time_ms,
+        all_rounds.accumulated_back_pressured_time_ms,
+        all_rounds.accumulated_busy_time_ms,
+        all_rounds.round_source,
+        not_exact_rounds.update_ms is null as is_exact,
+        all_rounds.published_idle_time_ms_per_second,
+        all_rounds.published_soft_back_pressured_time_ms_per_second,
+        all_rounds.published_hard_back_pressured_time_ms_per_second,
+        all_rounds.hour_at
     from all_rounds
     left join not_exact_rounds
         on
@@ -580,26 +591,14 @@ replaced_tasks as (
 
 ),
 
-{% if is_incremental() %}
-
 final as (
 
-    {{ tidemark_rows_to_write(
-        'rounds_checked', 'replaced_tasks', ['job_id', 'vertex_id', 'subtask_index', 'attempt'],
-        'kept.update_ms >= replaced.dirty_from_update_ms',
-        columns=columns,
+    -- A recomputed task's rounds from its first dirty one are replaced, a captured task's all.
+    {{ tidemark_incremental_tail(
+        'rounds_checked', 'replaced_tasks', 'kept.update_ms >= replaced.dirty_from_update_ms',
+        plan=none,
     ) }}
 
 )
-
-{% else %}
-
-final as (
-
-    select {{ columns | join(', ') }} from rounds_checked
-
-)
-
-{% endif %}
 
 select * from final

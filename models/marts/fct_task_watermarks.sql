@@ -187,39 +187,19 @@ replaced as (
 
 ),
 
+{% endif %}
+
 final as (
 
-    {{ tidemark_rows_to_write(
-        'timeline', 'replaced', ['job_id', 'vertex_id', 'subtask_index', 'attempt', 'seq', 'change_index'],
-        existing='existing', touched=['timeline', 'replaced'],
-        columns=['job_id', 'vertex_id', 'subtask_index', 'attempt', 'seq', 'change_index',
-            'ts_ms', 'valid_from_ms', 'valid_to_ms', 'change_kind', 'watermark_ms', 'is_idle',
-            'last_progress_ms', 'hour_at'],
+    -- A fed task's changes after its resume point and its seed are replaced, and the partitions
+    -- that held them rewritten; a build from scratch needs a run that fed every task from its
+    -- first event (int_valve_outputs_computed makes one when a watermark mart is missing).
+    {{ tidemark_incremental_tail(
+        'timeline', 'replaced', none,
+        keys=['job_id', 'vertex_id', 'subtask_index', 'attempt', 'seq', 'change_index'],
+        jobs='runs', rewrite_replaced=true, plan='valve',
     ) }}
 
 )
-
-{% else %}
-
-final as (
-
-    -- Built from scratch: this run's valve outputs must then cover every task from its first
-    -- event (int_valve_outputs_computed makes a full run when a watermark mart is missing).
-    select timeline.*
-    from timeline
-    where (
-        select assert_true(
-            coalesce(bool_and(resumed_after_seq = -1), true),
-            'fct_task_watermarks is being rebuilt, but this run computed only part of the '
-            || 'tasks: rebuild the watermark models together, e.g. dbt build --full-refresh '
-            || '--select int_valve_outputs_computed+'
-        )
-        from valve_outputs
-        where row_kind = 'state'
-    ) is null
-
-)
-
-{% endif %}
 
 select * from final

@@ -148,36 +148,19 @@ recomputed as (
         {{ tidemark_hour_at('second_start_ms') }} as hour_at
     from aggregated
 
-)
-
-{% if is_incremental() %}
-
-,
+),
 
 final as (
 
-    {{ tidemark_rows_to_write(
-        'recomputed', 'dirty_vertices', ['job_id', 'vertex_id'],
-        'kept.second_start_ms >= replaced.dirty_from_second_ms',
-        columns=['job_id', 'vertex_id', 'second_start_ms', 'subtask_count',
-            'max_backpressured_ms', 'min_backpressured_ms', 'avg_backpressured_ms',
-            'backpressured_skew_pct', 'max_busy_ms', 'min_busy_ms', 'avg_busy_ms',
-            'busy_skew_pct', 'max_idle_ms', 'max_backpressure_ratio', 'backpressure_level',
-            'backpressured_pct', 'busy_pct', 'is_complete', 'hour_at'],
+    -- A dirty vertex's seconds from its earliest replayed one are replaced; a build from
+    -- scratch reads all of fct_subtask_seconds, so it needs no full plan.
+    {{ tidemark_incremental_tail(
+        replaced='dirty_vertices',
+        since='kept.second_start_ms >= replaced.dirty_from_second_ms',
+        keys=['job_id', 'vertex_id'],
+        plan=none,
     ) }}
 
 )
-
-{% else %}
-
-,
-
-final as (
-
-    select * from recomputed
-
-)
-
-{% endif %}
 
 select * from final

@@ -115,71 +115,32 @@ recomputed as (
 with_lag as (
 
     select
-        recomputed.*,
+        job_id,
+        vertex_id,
+        second_start_ms,
+        watermark_ms,
         second_start_ms + 1000 - watermark_ms as watermark_lag_ms,
+        num_subtasks,
+        num_idle_subtasks,
+        idle_subtask_indexes,
+        num_stalled_subtasks,
+        slowest_subtask_index,
+        is_idle,
+        is_complete,
         {{ tidemark_hour_at('second_start_ms') }} as hour_at
     from recomputed
 
 ),
 
-{% if is_incremental() %}
-
-existing as (
-
-    select * from {{ this }}
-    where job_id in (select job_id from runs)
-
-),
-
-replaced as (
-
-    select existing.*
-    from existing
-    inner join runs
-        on
-            existing.job_id = runs.job_id
-            and existing.vertex_id = runs.vertex_id
-    where existing.second_start_ms >= runs.recompute_from_ms
-
-),
-
 final as (
 
-    {{ tidemark_rows_to_write(
-        'with_lag', 'runs', ['job_id', 'vertex_id'],
-        'kept.second_start_ms >= replaced.recompute_from_ms',
-        existing='existing', touched=['with_lag', 'replaced'],
-        columns=['job_id', 'vertex_id', 'second_start_ms', 'watermark_ms', 'watermark_lag_ms',
-            'num_subtasks', 'num_idle_subtasks', 'idle_subtask_indexes', 'num_stalled_subtasks',
-            'slowest_subtask_index', 'is_idle', 'is_complete', 'hour_at'],
+    -- A vertex's seconds from its recompute_from_ms are replaced, and the partitions that held
+    -- them rewritten; a build from scratch needs a run that fed every task from its first event.
+    {{ tidemark_incremental_tail(
+        'with_lag', 'runs', 'kept.second_start_ms >= replaced.recompute_from_ms',
+        keys=['job_id', 'vertex_id'], jobs='runs', rewrite_replaced=true, plan='valve',
     ) }}
 
 )
-
-{% else %}
-
-final as (
-
-    -- Built from scratch: this run's valve outputs must then cover every task from its first
-    -- event (int_valve_outputs_computed makes a full run when a watermark mart is missing).
-    select
-        job_id, vertex_id, second_start_ms, watermark_ms, watermark_lag_ms, num_subtasks,
-        num_idle_subtasks, idle_subtask_indexes, num_stalled_subtasks, slowest_subtask_index,
-        is_idle, is_complete, hour_at
-    from with_lag
-    where (
-        select assert_true(
-            coalesce(bool_and(resumed_after_seq = -1), true),
-            'fct_vertex_watermark_seconds is being rebuilt, but this run computed only part of the '
-            || 'tasks: rebuild the watermark models together, e.g. dbt build --full-refresh '
-            || '--select int_valve_outputs_computed+'
-        )
-        from valve_outputs
-        where row_kind = 'state'
-    ) is null
-
-)
-
-{% endif %}
 
 select * from final

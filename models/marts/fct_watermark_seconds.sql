@@ -160,63 +160,16 @@ recomputed as (
 
 ),
 
-{% if is_incremental() %}
-
-existing as (
-
-    select * from {{ this }}
-    where job_id in (select job_id from runs)
-
-),
-
-replaced as (
-
-    select existing.*
-    from existing
-    inner join runs
-        on
-            existing.job_id = runs.job_id
-            and existing.vertex_id = runs.vertex_id
-            and existing.subtask_index = runs.subtask_index
-            and existing.attempt = runs.attempt
-    where existing.second_start_ms >= runs.recompute_from_ms
-
-),
-
 final as (
 
-    {{ tidemark_rows_to_write(
-        'recomputed', 'runs', ['job_id', 'vertex_id', 'subtask_index', 'attempt'],
-        'kept.second_start_ms >= replaced.recompute_from_ms',
-        existing='existing', touched=['recomputed', 'replaced'],
-        columns=['job_id', 'vertex_id', 'subtask_index', 'attempt', 'second_start_ms',
-            'watermark_ms', 'watermark_lag_ms', 'is_idle', 'is_stalled', 'last_progress_ms',
-            'is_complete', 'hour_at'],
+    -- A fed task's seconds from its recompute_from_ms are replaced, and the partitions that held
+    -- them rewritten; a build from scratch needs a run that fed every task from its first event
+    -- (int_valve_outputs_computed makes one when a watermark mart is missing).
+    {{ tidemark_incremental_tail(
+        replaced='runs', since='kept.second_start_ms >= replaced.recompute_from_ms',
+        jobs='runs', rewrite_replaced=true, plan='valve',
     ) }}
 
 )
-
-{% else %}
-
-final as (
-
-    -- Built from scratch: this run's valve outputs must then cover every task from its first
-    -- event (int_valve_outputs_computed makes a full run when a watermark mart is missing).
-    select recomputed.*
-    from recomputed
-    where (
-        select assert_true(
-            coalesce(bool_and(resumed_after_seq = -1), true),
-            'fct_watermark_seconds is being rebuilt, but this run computed only part of the '
-            || 'tasks: rebuild the watermark models together, e.g. dbt build --full-refresh '
-            || '--select int_valve_outputs_computed+'
-        )
-        from valve_outputs
-        where row_kind = 'state'
-    ) is null
-
-)
-
-{% endif %}
 
 select * from final

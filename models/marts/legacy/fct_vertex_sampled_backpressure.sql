@@ -213,35 +213,19 @@ recomputed as (
     from subtask_ratios
     group by job_id, vertex_id, sampling_start_ms
 
-)
-
-{% if is_incremental() %}
-
-,
+),
 
 final as (
 
-    {{ tidemark_rows_to_write(
-        'recomputed', 'dirty_vertices', ['job_id', 'vertex_id'],
-        'kept.sampling_start_ms >= replaced.dirty_from_ms',
-        columns=['job_id', 'vertex_id', 'sampling_start_ms', 'sampling_end_ms', 'subtask_count',
-            'samples_taken', 'is_complete', 'backpressure_ratio', 'backpressure_level',
-            'max_ratio_subtask_index', 'has_outputs', 'refresh_interval_ms', 'num_samples',
-            'delay_between_samples_ms', 'hour_at'],
+    -- A dirty vertex's samplings from its dirty_from_ms are replaced; a build from scratch
+    -- reads all of int_backpressure_samples_counted, so it needs no full plan.
+    {{ tidemark_incremental_tail(
+        replaced='dirty_vertices',
+        since='kept.sampling_start_ms >= replaced.dirty_from_ms',
+        keys=['job_id', 'vertex_id'],
+        plan=none,
     ) }}
 
 )
-
-{% else %}
-
-,
-
-final as (
-
-    select * from recomputed
-
-)
-
-{% endif %}
 
 select * from final

@@ -1,0 +1,97 @@
+{#-
+    The rows an incremental model of the gauge or valve pipeline writes, in both kinds of run.
+
+    Incremental run (insert_overwrite of (job_id, hour_at) partitions): the rows of `recomputed`,
+    plus the rows of this model's table in the partitions the run rewrites that `replaced` does
+    not replace. A table row is replaced when it matches a row of `replaced` on `keys` and
+    satisfies `since`, SQL over the aliases `kept` and `replaced` (none: the keys alone). The run
+    rewrites the partitions of `recomputed`, and with `rewrite_replaced` those of the replaced
+    rows too, for a model whose recomputation can leave fewer rows than it replaces. `jobs`, a
+    relation with job_id, limits the table's rows read to its jobs. Both sides select the
+    table's columns by name, in the table's order: Spark moves partition columns to the end of
+    a table, so `select *` would not line up. In a unit test `this` is its fixture, whose columns
+    are in the model's order, so `*` lines up.
+
+    Build from scratch: `recomputed` as it is, checked by `plan` to cover every task from its
+    first event, else the build fails saying what to rebuild together: 'gauge' (the model's
+    `planned`, int_timer_tasks_planned), 'valve' (the state rows of the model's `valve_outputs`,
+    int_valve_outputs_computed), or none for a model that reads whole tables upstream.
+
+    The defaults are a task-level gauge model's: the changed tasks of `planned` replace their
+    rows from the second their replay starts.
+-#}
+{% macro tidemark_incremental_tail(
+    recomputed='recomputed',
+    replaced='planned',
+    since='replaced.is_changed and kept.second_start_ms >= replaced.replay_from_second_ms',
+    keys=['job_id', 'vertex_id', 'subtask_index', 'attempt'],
+    jobs=none,
+    rewrite_replaced=false,
+    plan='gauge'
+) -%}
+{%- if is_incremental() -%}
+    {%- if this is string -%}
+        {%- set columns = none -%}
+    {%- else -%}
+        {%- set columns = adapter.get_columns_in_relation(this) | map(attribute='name') | list -%}
+    {%- endif -%}
+    {%- set conditions = [] -%}
+    {%- for key in keys -%}
+        {%- do conditions.append('kept.' ~ key ~ ' = replaced.' ~ key) -%}
+    {%- endfor -%}
+    {%- do conditions.append(since) if since -%}
+    {%- set is_replaced = conditions | join('\n            and ') -%}
+    {%- set of_jobs = 'where kept.job_id in (select job_id from ' ~ jobs ~ ')' if jobs -%}
+
+    select {{ columns | join(', ') if columns else '*' }}
+    from {{ recomputed }}
+    union all
+    select {{ 'kept.' ~ columns | join(', kept.') if columns else 'kept.*' }}
+    from {{ this }} as kept
+    left semi join (
+        select job_id, hour_at from {{ recomputed }}
+        {%- if rewrite_replaced %}
+        union
+        select kept.job_id, kept.hour_at
+        from {{ this }} as kept
+        left semi join {{ replaced }} as replaced
+            on
+            {{ is_replaced }}
+        {{ of_jobs }}
+        {%- endif %}
+    ) as touched
+        on kept.job_id = touched.job_id and kept.hour_at = touched.hour_at
+    left anti join {{ replaced }} as replaced
+        on
+            {{ is_replaced }}
+    {{ of_jobs }}
+{%- else -%}
+    {%- set guards = {
+        'gauge': {
+            'plan': 'planned',
+            'from_start': 'is_replayed_from_start',
+            'message': 'replays only part of the tasks: rebuild the gauge models together, e.g. '
+                ~ 'dbt build --full-refresh --select int_timer_tasks_planned+',
+        },
+        'valve': {
+            'plan': "valve_outputs where row_kind = 'state'",
+            'from_start': 'resumed_after_seq = -1',
+            'message': 'computed only part of the tasks: rebuild the watermark models together, '
+                ~ 'e.g. dbt build --full-refresh --select int_valve_outputs_computed+',
+        },
+    } -%}
+    select * from {{ recomputed }}
+    {%- if plan %}
+    {%- set guard = guards[plan] or exceptions.raise_compiler_error(
+        "tidemark_incremental_tail: plan is 'gauge', 'valve' or none, not " ~ plan
+    ) %}
+    where (
+        select assert_true(
+            coalesce(bool_and({{ guard.from_start }}), true),
+            '{{ model.name }} is being rebuilt, but this run {{ guard.message }}'
+        )
+        from {{ guard.plan }}
+    ) is null
+    {%- endif %}
+{%- endif -%}
+{%- endmacro %}
