@@ -594,9 +594,10 @@ replaced_tasks as (
 final as (
 
     -- A recomputed task's rounds from its first dirty one are replaced, a captured task's all.
+    -- A build from scratch needs a plan that replays every task from its first event: a captured
+    -- task that int_timer_rounds_replayed did not replay would get epoch rounds instead.
     {{ tidemark_incremental_tail(
         'rounds_checked', 'replaced_tasks', 'kept.update_ms >= replaced.dirty_from_update_ms',
-        plan=none,
     ) }}
 
 )
