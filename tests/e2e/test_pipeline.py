@@ -11,6 +11,8 @@ from deltalake import DeltaTable
 
 from tests.e2e.conftest import DemoLake
 from tests.e2e.harness import BIN, ROOT, dbt, run
+from tests.e2e.warm import WarmLake
+from tests.events import timer, watermark, write_jsonl
 from tidemark.ingest.schema import BRONZE_SCHEMAS
 from tidemark.lake import Lake
 
@@ -102,6 +104,44 @@ def test_changed_sampling_vars_need_a_full_refresh(demo_lake: DemoLake) -> None:
     assert result.returncode != 0
     assert "ERROR=1 SKIP=1" in result.stdout, result.stdout
     assert "dbt build --full-refresh --select int_timer_tasks_planned+" in result.stdout
+
+
+def test_a_model_rebuilt_alone_from_a_partial_plan_fails_saying_what_to_rebuild(
+    tmp_path: Path,
+) -> None:
+    """Contract §5: after an incremental run the plans replay only part of the tasks, so a model
+    rebuilt from scratch on its own would lose the others' rows; it fails instead, naming the
+    models to rebuild together. `dbt show` runs the full-refresh query without writing it."""
+    start_ms = 1_704_070_760_000
+    events = [
+        e
+        for seq in range(1, 41)
+        for e in (
+            timer(2 * seq, ts_ms=start_ms + 500 * seq, action=("end", "start")[seq % 2]),
+            watermark(
+                2 * seq + 1,
+                ts_ms=start_ms + 500 * seq,
+                watermark_ms=start_ms + 400 * seq,
+                num_channels=1,
+            ),
+        )
+    ]
+    lake = Lake.from_env(tmp_path / "lake")
+    models = ["--select", "int_timer_tasks_planned+", "int_valve_outputs_computed+"]
+    models += ["--exclude", "path:models/marts/analysis", "path:models/marts/conformance"]
+    with WarmLake(lake) as warm:
+        for k, batch in enumerate((events[:40], events[40:])):  # the second resumes the task
+            warm.tidemark("ingest", str(write_jsonl(tmp_path / f"batch-{k}.jsonl", batch))).check()
+            warm.dbt("run", *models).check()
+        for model, rebuild in (
+            ("fct_subtask_seconds", "int_timer_tasks_planned+"),
+            ("fct_subtask_flink_gauges", "int_timer_tasks_planned+"),
+            ("fct_valve_emissions", "int_valve_outputs_computed+"),
+        ):
+            result = warm.dbt("show", "--full-refresh", "--select", model)
+            assert result.returncode != 0, result.stdout
+            assert f"{model} is being rebuilt, but this run" in result.stdout, result.stdout
+            assert f"dbt build --full-refresh --select {rebuild}" in result.stdout
 
 
 def _undocumented(target: Path) -> list[str]:
