@@ -106,12 +106,16 @@ def test_changed_sampling_vars_need_a_full_refresh(demo_lake: DemoLake) -> None:
     assert "dbt build --full-refresh --select int_timer_tasks_planned+" in result.stdout
 
 
+@pytest.mark.deep
 def test_a_model_rebuilt_alone_from_a_partial_plan_fails_saying_what_to_rebuild(
     tmp_path: Path,
 ) -> None:
     """Contract §5: after an incremental run the plans replay only part of the tasks, so a model
     rebuilt from scratch on its own would lose the others' rows; it fails instead, naming the
-    models to rebuild together. `dbt show` runs the full-refresh query without writing it."""
+    models to rebuild together. `dbt show` runs the full-refresh query without writing it.
+
+    A lake of its own and two builds: about 2 minutes on two cores, which `make test` (10
+    minutes) has no room for; `make test-deep` and CI run it."""
     start_ms = 1_704_070_760_000
     events = [
         e
