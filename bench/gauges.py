@@ -110,6 +110,17 @@ class GaugeBench:
         )
 
 
+def fresh_work(parser: argparse.ArgumentParser, work: Path) -> Path:
+    """``work``, resolved and created empty (else a usage error); the current directory becomes
+    the repository root, where dbt reads the project and profiles.yml."""
+    work = work.resolve()
+    os.chdir(ROOT)
+    if work.exists() and any(work.iterdir()):
+        parser.error(f"{work} is not empty: give a new folder")
+    work.mkdir(parents=True, exist_ok=True)
+    return work
+
+
 def _environment(lake: Path) -> dict[str, str]:
     env = dict(os.environ)
     work = lake.parent / ".bench-dbt"

@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.gauges import ROOT, SMALL_LINES, _environment, split_events  # noqa: E402
+from bench.gauges import ROOT, SMALL_LINES, _environment, fresh_work, split_events  # noqa: E402
 
 BIN = Path(sys.executable).parent
 
@@ -153,11 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=int, default=8, help="generator scale")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    work = args.work.resolve()
-    os.chdir(ROOT)  # dbt reads the project and profiles.yml from here
-    if work.exists() and any(work.iterdir()):
-        parser.error(f"{work} is not empty: give a new folder")
-    work.mkdir(parents=True, exist_ok=True)
+    work = fresh_work(parser, args.work)
     events = work / "generated"
     subprocess.run(
         [str(BIN / "tidemark"), "generate", "--scenario", "backpressure", "--seed", "7",
