@@ -340,7 +340,8 @@ def test_a_later_file_reads_back_only_the_tasks_it_might_repeat(
     tmp_path: Path, lake: Lake, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 10: ingest costs what is new. A capture's next file carries on each task's seq; only
-    an event at or below its task's highest landed seq makes ingest read that task back."""
+    an event at or below its task's highest landed seq makes ingest read that task back, and
+    then only its landed events from that seq up."""
     history = [timer(seq) for seq in range(10)] + [timer(seq, subtask_index=1) for seq in range(10)]
     ingest([write_jsonl(tmp_path / "a.jsonl", history)], lake)
     read = _events_read_from_bronze(monkeypatch)
@@ -352,7 +353,22 @@ def test_a_later_file_reads_back_only_the_tasks_it_might_repeat(
     repeat = [timer(13), timer(5, subtask_index=1), timer(6, subtask_index=1, ts_ms=1)]
     report = ingest([write_jsonl(tmp_path / "c.jsonl", repeat)], lake)
     assert (report.accepted, report.duplicates, report.quarantined) == (1, 1, 1)
-    assert sum(read) == 11  # subtask 1's landed events only (10 + 1), none of subtask 0's 13
+    assert sum(read) == 6  # subtask 1's landed seqs 5 to 10 only, none of subtask 0's 13
+
+
+def test_a_later_block_with_a_lower_seq_reads_the_range_below(
+    tmp_path: Path, lake: Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A late event in a later block of the same file, below what an earlier block read back,
+    is still judged against every landed event of its seq."""
+    ingest([write_jsonl(tmp_path / "a.jsonl", [timer(seq) for seq in range(10)])], lake)
+    read = _events_read_from_bronze(monkeypatch)
+    monkeypatch.setattr(landing, "LINES_PER_BLOCK", 2)
+    late = [timer(8), timer(10), timer(3), timer(4, ts_ms=99), timer(11), timer(12)]
+    report = ingest([write_jsonl(tmp_path / "b.jsonl", late)], lake)
+    assert (report.accepted, report.duplicates, report.quarantined) == (3, 2, 1)
+    assert read == [2, 5]  # seqs 8-9, then 3-7: every landed row once
+    assert sorted(r["seq"] for r in rows(lake, "timer_events")) == list(range(13))
 
 
 def test_new_events_below_a_tasks_highest_seq_land(tmp_path: Path, lake: Lake) -> None:

@@ -161,15 +161,18 @@ class IdentityIndex:
 
     Without a summary, everything landed must be added with :meth:`add_landed` and
     :meth:`add_landed_vertices`. With one, a task's landed events are loaded through ``load``
-    (tasks -> their landed rows, parsed-schema columns) the first time a block has an event of it
-    that might repeat one, and a job's landed vertex records through ``load_vertices`` (job id ->
-    its rows) the first time a vertex record of that job is judged.
+    when a block has an event of it that might repeat one: ``load`` takes ``{task: (low, high)}``
+    and returns the task's landed rows with ``low <= seq < high`` (``high`` None: no bound;
+    parsed-schema columns). Only seqs from the block's lowest one of the task up are loaded (an
+    event can only repeat its own seq), and a later block with a lower seq loads the range below
+    what is loaded. A job's landed vertex records come through ``load_vertices`` (job id -> its
+    rows) the first time a vertex record of that job is judged.
     """
 
     def __init__(
         self,
         summary: BronzeSummary | None = None,
-        load: Callable[[list[Task]], pa.Table] | None = None,
+        load: Callable[[dict[Task, tuple[int, int | None]]], pa.Table] | None = None,
         load_vertices: Callable[[str], Iterable[dict[str, object]]] | None = None,
     ) -> None:
         if not (summary is None) == (load is None) == (load_vertices is None):
@@ -180,7 +183,7 @@ class IdentityIndex:
         self._vertex_jobs: set[str] = set()
         self._ids: dict[Task, int] = {}
         self._tasks: list[Task] = []
-        self._loaded: set[int] = set()
+        self._loaded_from: dict[int, int] = {}  # task id -> lowest seq loaded
         self._seqs: list[np.ndarray] = []
         self._fps: list[np.ndarray] = []
         self._channels: dict[tuple[int, int], int] = {}
@@ -205,16 +208,17 @@ class IdentityIndex:
         """Load the landed events of the block's tasks whose events might repeat one."""
         if self._summary is None or self._load is None:
             return
-        wanted = [
-            task_id
-            for task_id, lowest in lowest_seqs(ids, seqs).items()
-            if task_id not in self._loaded
-            and self._summary.may_repeat(self._tasks[task_id], lowest)
-        ]
+        wanted: dict[Task, tuple[int, int | None]] = {}
+        for task_id, lowest in lowest_seqs(ids, seqs).items():
+            loaded_from = self._loaded_from.get(task_id)
+            if (loaded_from is None or lowest < loaded_from) and self._summary.may_repeat(
+                self._tasks[task_id], lowest
+            ):
+                wanted[self._tasks[task_id]] = (lowest, loaded_from)
+                self._loaded_from[task_id] = lowest
         if not wanted:
             return
-        landed = self._load([self._tasks[t] for t in wanted])
-        self._loaded.update(wanted)
+        landed = self._load(wanted)
         if landed.num_rows:
             codes, tasks = task_codes(landed)
             landed_ids = np.array([self._task_id(t) for t in tasks], dtype=np.int64)[codes]
@@ -316,8 +320,10 @@ class IdentityIndex:
         group_start = np.maximum.accumulate(np.where(new_group, np.arange(len(order)), 0))
         reference = o_fps[group_start]
         landed = np.zeros(len(order), dtype=bool)
-        for task_id in np.unique(o_ids).tolist():
-            span = np.flatnonzero(o_ids == task_id)
+        bounds = [*np.flatnonzero(np.r_[True, o_ids[1:] != o_ids[:-1]]).tolist(), len(order)]
+        for first, end in zip(bounds[:-1], bounds[1:], strict=True):  # one task's span each
+            task_id = int(o_ids[first])
+            span = np.arange(first, end)
             known_seqs = self._seqs[task_id]
             if len(known_seqs) == 0:
                 continue

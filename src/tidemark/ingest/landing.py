@@ -225,21 +225,34 @@ def open_index(summary: BronzeSummary, tables: dict[str, DeltaTable]) -> Identit
     the vertex records of the jobs a file describes are read.
     """
 
-    def load(tasks: list[Task]) -> pa.Table:
-        where = None
+    def load(bounds: dict[Task, tuple[int, int | None]]) -> pa.Table:
+        where = ds.field("seq") >= min(low for low, _ in bounds.values())
+        highs = [high for _, high in bounds.values()]
+        if None not in highs:
+            where &= ds.field("seq") < max(highs)
         for position, name in enumerate(IDENTITY[:4]):
-            values = ds.field(name).isin(sorted({t[position] for t in tasks}))
-            where = values if where is None else where & values
-        wanted = set(tasks)
+            where &= ds.field(name).isin(sorted({t[position] for t in bounds}))
         found = []
         for table in _landed_events(tables, None, where):
             codes, seen = task_codes(table)
-            keep = np.array([t in wanted for t in seen], dtype=bool)
-            if len(keep):
-                found.append(table.filter(pa.array(keep[codes])))
+            if not seen:
+                continue
+            none = (np.iinfo(np.int64).max, np.iinfo(np.int64).min)  # keeps nothing
+            low, high = np.array([_seq_range(bounds.get(t), none) for t in seen]).T
+            seqs = np.asarray(table["seq"].to_numpy(), dtype=np.int64)  # never null in bronze
+            keep = (seqs >= low[codes]) & (seqs < high[codes])
+            if keep.any():
+                found.append(table.filter(pa.array(keep)))
         return pa.concat_tables(found) if found else PARSED.empty_table()
 
     return IdentityIndex(summary, load, lambda job_id: _landed_vertices(tables, None, job_id))
+
+
+def _seq_range(bound: tuple[int, int | None] | None, none: tuple[int, int]) -> tuple[int, int]:
+    if bound is None:
+        return none
+    low, high = bound
+    return low, np.iinfo(np.int64).max if high is None else high
 
 
 def _conform(table: pa.Table) -> pa.Table:
