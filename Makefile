@@ -12,6 +12,8 @@ DEMO_SCENARIO ?= backpressure
 DEMO_DATA ?= demo-data
 DEMO_REPORT ?= report.html
 BENCH_EVENTS ?= 5000000
+BENCH_SCALE_SUBTASKS ?= 1000
+BENCH_SCALE_MINUTES ?= 10
 
 .PHONY: help install demo test test-unit test-live test-deep lint format bench clean
 
@@ -59,10 +61,11 @@ lint: install  ## ruff check and format check only
 format: install  ## apply ruff's formatting
 	$(BIN)/ruff format .
 
-bench: install  ## benchmarks: ingest, dbt build and the Spark floor on $(BENCH_EVENTS) events
+bench: install  ## benchmarks: ingest, dbt build and the Spark floor on $(BENCH_EVENTS) events; a 1,000-subtask job minute by minute (bench/scale.py); the capture (long)
 	$(BIN)/python bench/run.py --events $(BENCH_EVENTS)
 	$(BIN)/python bench/warm.py --work bench-data/warm-$$(date +%s)
 	$(BIN)/python bench/ingest_history.py
+	$(BIN)/python bench/scale.py --parallelism $(BENCH_SCALE_SUBTASKS) --minutes $(BENCH_SCALE_MINUTES) --work bench-data/scale-$$(date +%s)
 	$(MAKE) capture
 	java -cp capture/build/tidemark-capture.jar:$$(ls $$(capture/flink-jars.sh 2.2.0)/flink-dist*.jar) tidemark.capture.Bench
 	$(BIN)/python bench/capture_throughput.py --pairs 5

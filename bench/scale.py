@@ -1,0 +1,152 @@
+"""Benchmark at scale: a 1,000-subtask job, one simulated minute per cycle of `tidemark run`.
+
+    python bench/scale.py --parallelism 1000 --minutes 10
+
+The generator simulates the job (`backpressure`, pointwise edges: every valve has the channels
+Flink's scheduler would give it) with its files rolling every simulated minute
+(`--file-seconds 60`). One warm `tidemark run` process (tidemark.schedule.WarmCycle: one Spark
+session, one parsed dbt project) then takes the minutes one after another: the minute's files
+arrive in the capture folder, one cycle ingests them and builds every mart, with the data tests
+on the first build only, as the README's one-minute schedule runs them (`--tests-every 60`).
+Per minute it prints the events, ingest seconds, build seconds and whether the minute was kept
+(ingest and build in under 60 s, issue 11). Landed files are deleted as it goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.gauges import _environment, fresh_work  # noqa: E402
+
+BIN = Path(sys.executable).parent
+MINUTE_S = 60.0
+
+
+@dataclass
+class Minute:
+    minute: int
+    events: int
+    ingest_s: float
+    build_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.ingest_s + self.build_s
+
+    @property
+    def kept(self) -> bool:
+        return self.total_s < MINUTE_S
+
+
+@dataclass
+class ScaleBench:
+    parallelism: str
+    generate_s: float
+    events_generated: int
+    start_s: float
+    minutes: list[Minute]
+
+    def report(self) -> str:
+        rows = [
+            f"job: {self.parallelism} subtasks, pointwise; generated {self.events_generated:,} "
+            f"events in {self.generate_s:.1f} s",
+            f"warm start (Spark, dbt parse): {self.start_s:.1f} s",
+            "minute      events   ingest s   build s   total s   kept (< 60 s)",
+        ]
+        rows += [
+            f"{m.minute:>6} {m.events:>11,} {m.ingest_s:>10.1f} {m.build_s:>9.1f} "
+            f"{m.total_s:>9.1f}   {'yes' if m.kept else 'no'}"
+            for m in self.minutes
+        ]
+        first, second, last = (
+            self.minutes[0],
+            self.minutes[min(1, len(self.minutes) - 1)],
+            self.minutes[-1],
+        )
+        kept = sum(m.kept for m in self.minutes)
+        rows.append(
+            f"kept {kept} of {len(self.minutes)} minutes (target: all); last / first minute "
+            f"{last.total_s / first.total_s:.2f} (target <= 1.00); last / second (the first "
+            f"incremental one) {last.total_s / second.total_s:.2f}"
+        )
+        return "\n".join(rows)
+
+
+def bench_scale(
+    work: Path, parallelism: str, minutes: int, seed: int, tests_every: int
+) -> ScaleBench:
+    from tidemark.lake import Lake
+    from tidemark.schedule import WarmCycle
+
+    generated = work / "generated"
+    scale = -(-minutes * 60 // 150)  # one scale unit is 150 simulated seconds
+    started = time.perf_counter()
+    subprocess.run(
+        [str(BIN / "tidemark"), "generate", "--scenario", "backpressure", "--seed", str(seed),
+         "--scale", str(scale), "--parallelism", parallelism, "--edges", "pointwise",
+         "--file-seconds", "60", "--out", str(generated)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    generate_s = time.perf_counter() - started
+    manifest = json.loads((generated / "manifest.json").read_text())
+    spans = manifest["file_spans"]["events_files"][:minutes]
+
+    os.environ.update(_environment(work / "lake"))
+    feed = work / "feed"
+    feed.mkdir()
+    shutil.move(generated / "graph.jsonl", feed / "graph.jsonl")
+    started = time.perf_counter()
+    cycle = WarmCycle(Lake.from_env(str(work / "lake")), [feed], tests_every=tests_every)
+    start_s = time.perf_counter() - started
+    done: list[Minute] = []
+    for number, names in enumerate(spans, 1):
+        for name in names:
+            shutil.move(generated / name, feed / name)
+        result = cycle()
+        if not result.ok or result.build_s is None:
+            raise RuntimeError(f"minute {number}: {result.describe()}")
+        done.append(Minute(number, result.landed, result.ingest_s, result.build_s))
+        print(f"minute {number}: {result.describe()}", file=sys.stderr, flush=True)
+        for name in names:
+            (feed / name).unlink()
+    cycle.spark.stop()
+    return ScaleBench(parallelism, generate_s, manifest["events"], start_s, done)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--work", type=Path, default=Path("bench-data") / "scale")
+    parser.add_argument("--parallelism", default="1000", help="N or S,M,K (tidemark generate)")
+    parser.add_argument("--minutes", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--tests-every",
+        type=int,
+        default=60,
+        help="data tests on the first build and every N-th (default 60, the README's schedule)",
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the lake and generated files")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    work = fresh_work(parser, args.work)
+    try:
+        result = bench_scale(work, args.parallelism, args.minutes, args.seed, args.tests_every)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    print(json.dumps(asdict(result), indent=2) if args.json else result.report())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
