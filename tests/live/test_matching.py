@@ -81,6 +81,28 @@ def test_all_three_gauges_must_match_one_round() -> None:
     assert _shown(_reading(21_000, 21_010, (0.0, 0.0, 999.0)), 500) is None
 
 
+def test_a_dump_can_mix_two_consecutive_rounds_gauge_by_gauge() -> None:
+    """Flink reads the gauges one by one: at a round's close a reading can mix two rounds."""
+    mixed = _reading(16_000, 16_050, (150.0, 200.0, 700.0))  # idle of round 1, the rest of 0
+    straddles: list = []
+    matched, missed = match([mixed], TIMELINES, 2000, straddles)
+    assert not matched and not missed
+    [(reading, earlier, later)] = straddles
+    assert (earlier.round_index, later.round_index) == (0, 1)
+    # Flink's first round can mix with the initial value (the reading of the live test's run).
+    first = gauge_timelines([_round(5_000, 1000, 0, 0.0)])
+    straddles = []
+    matched, missed = match([_reading(5_010, 5_020, (1000.0, 0.0, 1000.0))], first, 2000, straddles)
+    assert not missed and len(straddles) == 1
+    # Without straddles asked for, it is a miss; so is a mix of rounds 0 and 2 (not consecutive),
+    # and a value neither round has.
+    assert _shown(mixed, 2000) is None
+    for values in [(100.0, 0.0, 700.0), (100.0, 999.0, 700.0)]:
+        straddles = []
+        matched, missed = match([_reading(21_000, 21_010, values)], TIMELINES, 10_000, straddles)
+        assert len(missed) == 1 and not straddles, values
+
+
 def test_around_a_restart_both_attempts_are_in_effect() -> None:
     # Between attempt 0's last round and attempt 1's first, REST may show either: attempt 0's
     # last value, or attempt 1's value before its first round.
