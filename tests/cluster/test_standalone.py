@@ -20,7 +20,6 @@ minutes next to the rest, so it is a `deep` test: `make test-deep` and CI run it
 
 from __future__ import annotations
 
-import math
 import os
 import subprocess
 import sys
@@ -28,11 +27,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import pyarrow.dataset as ds
 import pytest
 
 from tests.cluster.standalone import HOST, StandaloneCluster, bare_python
-from tests.e2e.harness import dbt, run, tidemark
+from tests.e2e.harness import dbt, run, tidemark, warehouse_tables
 from tidemark.lake import Lake
 
 pytestmark = [pytest.mark.e2e, pytest.mark.deep]
@@ -119,27 +117,9 @@ def test_marts_built_on_a_standalone_cluster_equal_the_local_run(
         assert executable == str(python)
         assert has_tidemark == "False"
 
-    want, got = marts(local), marts(remote)
+    want, got = (warehouse_tables(lake, ignore=INGEST_TIME) for lake in (local, remote))
     assert {"fct_subtask_seconds", "fct_task_watermarks", "fct_valve_emissions"} <= set(want)
     assert len(want["fct_valve_emissions"]) > 100, "the valve emitted almost nothing"
     assert sorted(got) == sorted(want)
     for name in want:
         assert got[name] == want[name], f"tidemark.{name} differs from the local run"
-
-
-def marts(lake: Lake) -> dict[str, list[tuple]]:
-    """Every table of schema `tidemark`: its columns, then its rows sorted, floats to 1e-9,
-    without the columns that say when the lake was ingested (:data:`INGEST_TIME`)."""
-    tables = {}
-    for path in sorted(p for p in (lake.warehouse / "tidemark.db").iterdir() if p.is_dir()):
-        table = ds.dataset(path, format="parquet", partitioning="hive").to_table()
-        columns = sorted(set(table.column_names) - INGEST_TIME.get(path.name, set()))
-        rows = [tuple(_canonical(row[c]) for c in columns) for row in table.to_pylist()]
-        tables[path.name] = [tuple(columns), *sorted(rows, key=repr)]
-    return tables
-
-
-def _canonical(value: object) -> object:
-    if isinstance(value, float):
-        return None if math.isnan(value) else round(value, 9)
-    return value

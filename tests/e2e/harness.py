@@ -6,11 +6,14 @@ Each call gets the test's own ``TIDEMARK_LAKE`` and its own dbt target and log f
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+import pyarrow.dataset as ds
 
 from tidemark.lake import Lake
 
@@ -76,3 +79,24 @@ def warehouse_rows(lake: Lake, schema: str, name: str) -> list[dict]:
     if not path.exists():
         return []
     return ds.dataset(path, format="parquet", partitioning="hive").to_table().to_pylist()
+
+
+def warehouse_tables(
+    lake: Lake, schema: str = "tidemark", ignore: dict[str, set[str]] | None = None
+) -> dict[str, list[tuple]]:
+    """Every table of `schema` in the lake's warehouse: its columns, then its rows as sorted
+    tuples of column values (floats to 1e-6), without the columns ``ignore`` names per table."""
+    folder = lake.warehouse / f"{schema}.db"
+    tables = {}
+    for path in sorted(p for p in folder.iterdir() if p.is_dir()) if folder.exists() else []:
+        table = ds.dataset(path, format="parquet", partitioning="hive").to_table()
+        columns = sorted(set(table.column_names) - (ignore or {}).get(path.name, set()))
+        rows = [tuple(_canonical(row[c]) for c in columns) for row in table.to_pylist()]
+        tables[path.name] = [tuple(columns), *sorted(rows, key=repr)]
+    return tables
+
+
+def _canonical(value: object) -> object:
+    if isinstance(value, float):
+        return None if math.isnan(value) else round(value, 6)
+    return str(value) if value is not None else None

@@ -17,18 +17,16 @@ data and run on the demo lake).
 
 from __future__ import annotations
 
-import math
 import os
 import random
 import tempfile
 from pathlib import Path
 
-import pyarrow.dataset as ds
 import pytest
 from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
 
-from tests.e2e.harness import dbt, tidemark
+from tests.e2e.harness import dbt, tidemark, warehouse_tables
 from tests.events import timer, vertex, watermark, write_jsonl
 from tidemark.lake import Lake
 
@@ -142,25 +140,6 @@ def write_batch(folder: Path, records: list[dict], files: int, rng: random.Rando
         if chunk:
             paths.append(write_jsonl(folder / f"events-{i}.jsonl", chunk))
     return paths
-
-
-def warehouse_tables(lake: Lake, schema: str = "tidemark") -> dict[str, list[tuple]]:
-    """Every table of `schema` in the lake's warehouse, rows as sorted tuples of column values."""
-    folder = lake.warehouse / f"{schema}.db"
-    tables = {}
-    for path in sorted(p for p in folder.iterdir() if p.is_dir()) if folder.exists() else []:
-        dataset = ds.dataset(path, format="parquet", partitioning="hive")
-        table = dataset.to_table()
-        columns = sorted(table.column_names)
-        rows = [tuple(_canonical(row[c]) for c in columns) for row in table.to_pylist()]
-        tables[path.name] = [tuple(columns), *sorted(rows, key=repr)]
-    return tables
-
-
-def _canonical(value: object) -> object:
-    if isinstance(value, float):
-        return None if math.isnan(value) else round(value, 6)
-    return str(value) if value is not None else None
 
 
 def dbt_vars(values: dict) -> str:

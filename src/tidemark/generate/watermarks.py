@@ -115,8 +115,8 @@ def _source_channels(
         val = np.concatenate([cur[send], np.zeros(len(st_ts), dtype=np.int64)])
         order = np.lexsort((kind, sent_ts))
         sent_ts, kind, val = sent_ts[order], kind[order], val[order]
-        for j, c in targets[i]:
-            out[j].insert(c, _deliver(sent_ts, kind, val, rng))
+        for j, _ in targets[i]:  # sources in index order: each map's channels in order
+            out[j].append(_deliver(sent_ts, kind, val, rng))
     return out, truth
 
 
@@ -214,8 +214,8 @@ def _add_watermark_events(
     to_sink: list[list[_ChannelEvents]] = [[] for _ in range(pk)]  # [sink][channel]
     for j, targets in enumerate(_targets(plan.sink_inputs, pm)):
         em = np.asarray(emitted[j], dtype=np.int64).reshape(-1, 3)
-        for k, c in targets:
-            to_sink[k].insert(c, _deliver(em[:, 0], em[:, 1], em[:, 2], rng))
+        for k, _ in targets:  # maps in index order: each sink's channels in order
+            to_sink[k].append(_deliver(em[:, 0], em[:, 1], em[:, 2], rng))
     for task in tasks:
         if task.role != _ROLE_SINK:
             continue
