@@ -34,9 +34,12 @@ pytestmark = [pytest.mark.live, pytest.mark.e2e]
 # FETCHER_INTERVAL_MS (the live job sets 1 s), only when a request comes (this poller sends one
 # about every 40 ms), and serves its last completed fetch while the next is under way; 1 s more
 # covers a slow fetch on two busy cores. Measured against a probe reporter logging every gauge
-# change within 50 ms: no reading needed more than 0.5 s. A reading shows the state of a moment
-# in [requested_ms - LAG_MS, received_ms] (tests/live/matching.py).
-LAG_MS = FETCHER_INTERVAL_MS + 1000
+# change within 50 ms: no reading needed more than 0.5 s in a steady job. Around the restart a
+# fetch can take far longer (the TaskManager cancels and deploys tasks): in a CI run on Flink
+# 2.2.0, 8 watermark readings within 1 s after the failure showed values 2.0 to 2.9 s old, so
+# 3 s cover a slow fetch. A reading shows the state of a moment in
+# [requested_ms - LAG_MS, received_ms] (tests/live/matching.py).
+LAG_MS = FETCHER_INTERVAL_MS + 3000
 # A run has 12 tasks of attempt 1 and several rounds each after the restart.
 MIN_ROUNDS_COMPARED = 60
 MIN_VALVE_OUTPUTS_COMPARED = 100
