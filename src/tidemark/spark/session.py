@@ -100,6 +100,11 @@ def spark_conf(lake: Lake) -> dict[str, str]:
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.execution.pythonUDTF.arrow.enabled": "true",
+        # Compiled query code is cached by its source. One dbt build runs about 135 queries of
+        # several stages each, so Spark's default of 100 entries recompiled nearly every stage on
+        # every run of a long-lived session (tidemark run, serve): 2,000 keep a build's classes
+        # (docs/decisions/0007-warm-schedule.md).
+        "spark.sql.codegen.cache.maxEntries": "2000",
     }
     # Local mode talks to itself only; executors elsewhere must reach the driver at an address
     # of theirs: SPARK_LOCAL_IP if set, else Spark's own choice (the host name's address).
