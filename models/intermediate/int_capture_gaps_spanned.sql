@@ -13,10 +13,8 @@
     gauge counts once and a capture without the reporter has no range. (Valves: a gap loses the
     valve's state to the end of the attempt; fct_valve_conformance reads the gaps directly.)
 
-    Timer events are read from the bronze source, filtered to the tasks with gaps first, and
-    staging's first-landed rule applied to what is left (tidemark_timer_events_of): staging
-    deduplicates with a window over all of bronze, which Spark cannot restrict to these few tasks
-    (docs/decisions/0004).
+    Timer events are read from the bronze source, filtered to the tasks with gaps
+    (tidemark_timer_events_of).
 -#}
 
 with
@@ -40,7 +38,7 @@ gap_tasks as (
 
 ),
 
-first_landed as (
+bronze_timer_events as (
 
     {{ tidemark_timer_events_of('gap_tasks') }}
 
@@ -58,7 +56,7 @@ timer_events as (
         -- As stg_bronze__timer_events: Flink <= 1.14's `backpressured` is the soft gauge (M3).
         case when timer = 'backpressured' then 'soft_backpressured' else timer end as gauge,
         action
-    from first_landed
+    from bronze_timer_events
 
 ),
 

@@ -9,11 +9,9 @@
     so measurements never run backwards, never overlap within one gauge and never give negative
     milliseconds. When a task replays from an anchor, its clock starts from the anchor's clock.
 
-    Reads the bronze sources, not the staging models, and repeats their rules here (first landed
-    row per identity; `backpressured` is the soft gauge): staging deduplicates with a window over
-    all of bronze, which Spark cannot restrict to the replayed tasks, so every incremental run would
-    sort every event. Here the filter comes first and one window per task does both the
-    deduplication and the clock. docs/decisions/0004-gauge-incremental.md.
+    Reads the bronze sources, with their bounds on ingest_id and ts_ms that reach the parquet
+    scans, and repeats staging's one rule that matters here (`backpressured` is the soft gauge).
+    Bronze holds each identity once (decision 0011). docs/decisions/0004-gauge-incremental.md.
 -#}
 
 with
@@ -73,9 +71,7 @@ task_events as (
             else cast(timer as string)
         end as gauge,
         case when action != 'update' then action = 'start' end as is_start,
-        0 as from_table,
-        cast(ingest_id as bigint) as ingest_id,
-        cast(line_number as bigint) as line_number
+        0 as from_table
     from bronze_timer_events
 
     union all
@@ -90,9 +86,7 @@ task_events as (
         cast(ts_ms as bigint) as ts_ms,
         cast(null as string) as gauge,
         cast(null as boolean) as is_start,
-        1 as from_table,
-        cast(ingest_id as bigint) as ingest_id,
-        cast(line_number as bigint) as line_number
+        1 as from_table
     from bronze_watermark_events
 
 ),
@@ -108,8 +102,7 @@ replayed_events as (
         task_events.gauge,
         task_events.is_start,
         task_events.from_table,
-        task_events.ingest_id,
-        task_events.line_number
+        planned.replay_clock_ms
     from task_events
     inner join planned
         on
@@ -121,49 +114,23 @@ replayed_events as (
 
 ),
 
-ordered as (
-
-    select
-        replayed_events.*,
-        -- The first landed row of an identity wins, as in staging (contract §1); timer and
-        -- watermark events are separate tables there, so separate identities here.
-        lag(seq) over task_in_order = seq
-        and lag(from_table) over task_in_order = from_table as is_later_landing
-    from replayed_events
-    window task_in_order as (
-        partition by task_key
-        order by seq, from_table, ingest_id, line_number
-    )
-
-),
-
-deduplicated as (
-
-    select *
-    from ordered
-    where not coalesce(is_later_landing, false)
-
-),
-
 final as (
 
     select
-        deduplicated.task_key,
-        deduplicated.seq,
-        deduplicated.ts_ms,
+        replayed_events.task_key,
+        replayed_events.seq,
+        replayed_events.ts_ms,
         greatest(
-            planned.replay_clock_ms,
-            max(deduplicated.ts_ms) over (
-                partition by deduplicated.task_key
-                order by deduplicated.seq, deduplicated.from_table
+            replayed_events.replay_clock_ms,
+            max(replayed_events.ts_ms) over (
+                partition by replayed_events.task_key
+                order by replayed_events.seq, replayed_events.from_table
                 rows between unbounded preceding and current row
             )
         ) as clock_ms,
-        deduplicated.gauge,
-        deduplicated.is_start
-    from deduplicated
-    inner join planned
-        on deduplicated.task_key = planned.task_key
+        replayed_events.gauge,
+        replayed_events.is_start
+    from replayed_events
 
 )
 

@@ -28,7 +28,7 @@ planned as (
 update_tasks as (
 
     -- Tasks with any `update` record in bronze: a cheap filter (row groups without one are
-    -- skipped), so that the first-landed window below reads only tasks that may have rounds.
+    -- skipped), so that the windows below read only tasks that may have rounds.
     select distinct job_id, vertex_id, subtask_index, attempt
     from {{ source('bronze', 'timer_events') }}
     where action = 'update'
@@ -48,9 +48,8 @@ planned_with_updates as (
 
 ),
 
-first_landed as (
+bronze_timer_events as (
 
-    -- staging's rule (stg_bronze__timer_events), after the filter on the changed tasks.
     {{ tidemark_timer_events_of('planned_with_updates') }}
 
 ),
@@ -58,7 +57,7 @@ first_landed as (
 captured_tasks as (
 
     select distinct job_id, vertex_id, subtask_index, attempt
-    from first_landed
+    from bronze_timer_events
     where action = 'update'
 
 ),
@@ -66,26 +65,26 @@ captured_tasks as (
 gauge_events as (
 
     select
-        first_landed.job_id,
-        first_landed.vertex_id,
-        first_landed.subtask_index,
-        first_landed.attempt,
+        bronze_timer_events.job_id,
+        bronze_timer_events.vertex_id,
+        bronze_timer_events.subtask_index,
+        bronze_timer_events.attempt,
         -- M3: Flink <= 1.14's `backpressured` is the soft gauge.
         case
-            when first_landed.timer = 'backpressured' then 'soft_backpressured'
-            else first_landed.timer
+            when bronze_timer_events.timer = 'backpressured' then 'soft_backpressured'
+            else bronze_timer_events.timer
         end as gauge,
-        first_landed.seq,
-        first_landed.ts_ms,
-        first_landed.action,
-        first_landed.published
-    from first_landed
+        bronze_timer_events.seq,
+        bronze_timer_events.ts_ms,
+        bronze_timer_events.action,
+        bronze_timer_events.published
+    from bronze_timer_events
     left semi join captured_tasks
         on
-            first_landed.job_id = captured_tasks.job_id
-            and first_landed.vertex_id = captured_tasks.vertex_id
-            and first_landed.subtask_index = captured_tasks.subtask_index
-            and first_landed.attempt = captured_tasks.attempt
+            bronze_timer_events.job_id = captured_tasks.job_id
+            and bronze_timer_events.vertex_id = captured_tasks.vertex_id
+            and bronze_timer_events.subtask_index = captured_tasks.subtask_index
+            and bronze_timer_events.attempt = captured_tasks.attempt
 
 ),
 

@@ -12,11 +12,8 @@
     changes which of the task's seconds are exact (fct_subtask_seconds.is_exact), so the task
     replays from before it; a gap moves neither the task's first ts_ms, its horizon nor its max seq.
 
-    New events are found in the bronze sources directly, not through staging: staging keeps the
-    first landed row per identity with a window over the whole table, which no filter on ingest_id
-    can pass, so every run would sort all of bronze. Here the ingest_id filter reaches the parquet
-    scan. The plan only takes minima and maxima of the new rows, which a duplicate identity cannot
-    move; the replay (int_timer_events_clocked) applies staging's first-landed rule itself.
+    New events are found in the bronze sources directly, where the ingest_id filter reaches the
+    parquet scan; the plan only takes minima and maxima of the new rows.
 -#}
 {%- set is_incremental_plan = tidemark_gauge_is_incremental() -%}
 {%- set tasks_checkpoint = tidemark_model_relation('int_timer_tasks_checkpointed') -%}

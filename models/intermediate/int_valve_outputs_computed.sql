@@ -7,9 +7,8 @@
     keeps the state rows. See docs/decisions/0005-valve-incremental.md.
 
     Full run (first build, --full-refresh, a watermark model missing): every task from its first
-    event. New events are found in the bronze source directly rather than through staging, whose
-    first-landed window over the whole table no ingest_id filter can pass; the events fed to the
-    valves come deduplicated from staging.
+    event. New events are found in the bronze source by ingest_id; the events fed to the valves
+    come from staging (bronze holds each identity once, decision 0011).
 -#}
 {%- set checkpoints_relation = tidemark_model_relation('int_valve_states_checkpointed') -%}
 {%- set ns = namespace(is_incremental_run=execute and not flags.FULL_REFRESH and checkpoints_relation is not none) -%}

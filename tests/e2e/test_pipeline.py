@@ -198,3 +198,26 @@ def test_a_selection_runs_only_tests_it_can_build(lake: Lake) -> None:
         for t in tests
     }
     assert {t: p for t, p in unbuildable.items() if p} == {}
+
+
+def test_a_bronze_table_repeating_an_identity_fails_its_staging_test(tmp_path: Path) -> None:
+    """Contract §1/§3: bronze holds each identity once. Staging does not deduplicate (decision
+    0011), so a table another tool wrote with a repeat fails the staging view's uniqueness test,
+    and nothing downstream is built from it; the same lake before the repeat passes."""
+    from deltalake import write_deltalake
+
+    lake = Lake.from_env(tmp_path / "lake")
+    tests = ["test", "--select", "stg_bronze__timer_events stg_bronze__watermark_events"]
+    unique = "tidemark_unique_combination_stg_bronze__timer_events_job_id"
+    events = [timer(1), timer(2, action="end"), watermark(3, num_channels=1)]
+    with WarmLake(lake) as warm:
+        warm.tidemark("ingest", str(write_jsonl(tmp_path / "events.jsonl", events))).check()
+        passed = warm.dbt(*tests).check()
+        assert f"PASS {unique}" in passed.stdout, passed.stdout
+        table = lake.bronze_table("timer_events")
+        write_deltalake(
+            str(table), DeltaTable(str(table)).to_pyarrow_table().slice(0, 1), mode="append"
+        )
+        failed = warm.dbt(*tests)
+    assert failed.returncode == 1, failed.stdout
+    assert f"FAIL 1 {unique}" in failed.stdout, failed.stdout

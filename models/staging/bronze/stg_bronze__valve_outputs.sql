@@ -6,12 +6,6 @@ source as (
 
 ),
 
-first_landed as (
-
-    {{ tidemark_first_landed_events('source') }}
-
-),
-
 final as (
 
     select
@@ -27,7 +21,7 @@ final as (
         cast(status as string) as status,
         cast(ingest_id as bigint) as ingest_id,
         cast(ingested_at as timestamp) as ingested_at
-    from first_landed
+    from source
 
 )
 
