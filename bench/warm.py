@@ -59,7 +59,7 @@ class WarmBench:
                 f"warm cycle after +1 % ({self.tail_lines:,} lines)".ljust(37)
                 + f"{self.tail_cycle_s:>10.1f} s  = {self.tail_vs_full:.1%} of the warm full "
                 "refresh (target <= 15 %)",
-                f"warm cycle after +{SMALL_LINES} lines, models only".ljust(37)
+                f"warm cycle +{SMALL_LINES} lines, models only".ljust(37)
                 + f"{self.models_only_cycle_s:>10.1f} s  (data tests on other cycles)",
                 f"cold ingest + dbt build, +{SMALL_LINES} lines   {self.cold_small_s:>10.1f} s  "
                 f"= {self.cold_small_s / self.small_cycle_s:.1f}x the warm cycle",
