@@ -136,12 +136,10 @@ def bench_warm(work: Path, events: Path) -> WarmBench:
 
 def _thirds(path: Path) -> tuple[Path, Path, Path]:
     lines = path.read_bytes().splitlines(keepends=True)
-    third = len(lines) // 3
-    parts = []
-    for k in range(3):
-        part = path.with_name(f"events-small-{k + 1}.jsonl")
-        part.write_bytes(b"".join(lines[k * third : (k + 1) * third if k < 2 else len(lines)]))
-        parts.append(part)
+    bounds = [len(lines) * k // 3 for k in range(4)]
+    parts = [path.with_name(f"events-small-{k + 1}.jsonl") for k in range(3)]
+    for k, part in enumerate(parts):
+        part.write_bytes(b"".join(lines[bounds[k] : bounds[k + 1]]))
     path.unlink()
     return parts[0], parts[1], parts[2]
 

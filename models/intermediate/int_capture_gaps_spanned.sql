@@ -38,25 +38,10 @@ gap_tasks as (
 
 ),
 
-bronze_timer_events as (
-
-    {{ tidemark_timer_events_of('gap_tasks') }}
-
-),
-
 timer_events as (
 
-    select
-        job_id,
-        vertex_id,
-        subtask_index,
-        attempt,
-        seq,
-        ts_ms,
-        -- As stg_bronze__timer_events: Flink <= 1.14's `backpressured` is the soft gauge (M3).
-        case when timer = 'backpressured' then 'soft_backpressured' else timer end as gauge,
-        action
-    from bronze_timer_events
+    -- With the gauge each drives (M3).
+    {{ tidemark_timer_events_of('gap_tasks') }}
 
 ),
 

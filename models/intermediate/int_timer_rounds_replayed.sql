@@ -69,11 +69,7 @@ gauge_events as (
         bronze_timer_events.vertex_id,
         bronze_timer_events.subtask_index,
         bronze_timer_events.attempt,
-        -- M3: Flink <= 1.14's `backpressured` is the soft gauge.
-        case
-            when bronze_timer_events.timer = 'backpressured' then 'soft_backpressured'
-            else bronze_timer_events.timer
-        end as gauge,
+        bronze_timer_events.gauge,
         bronze_timer_events.seq,
         bronze_timer_events.ts_ms,
         bronze_timer_events.action,
