@@ -49,12 +49,17 @@ def raw_lines(draw: st.DrawFn) -> bytes:
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
-@given(st.lists(raw_lines(), min_size=1, max_size=30))
+@given(st.lists(raw_lines(), min_size=1, max_size=30), st.sampled_from([16, 64, 4 << 20]))
 def test_fast_path_accepts_only_what_the_slow_path_accepts_with_equal_values(
-    lines: list[bytes],
+    lines: list[bytes], arrow_block_bytes: int
 ) -> None:
+    """Arrow's blocks as small as a line, or holding the whole buffer, type the same rows."""
     lines = [ln for ln in lines if ln.strip()] or [b"{}"]
-    fast = parse._fast(lines)
+    saved, parse.ARROW_BLOCK_BYTES = parse.ARROW_BLOCK_BYTES, arrow_block_bytes
+    try:
+        fast = parse._fast(b"\n".join(lines), len(lines))
+    finally:
+        parse.ARROW_BLOCK_BYTES = saved
     slow = [parse_line(ln) for ln in lines]
     if fast is None:
         return  # the block goes down the slow path: nothing to compare

@@ -13,7 +13,10 @@ import hashlib
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+
+import numpy as np
 
 SUFFIXES = (".jsonl", ".jsonl.gz")
 READ_BYTES = 8 << 20
@@ -88,13 +91,74 @@ class _Inflater:
             self.mid_member = False
 
 
-@dataclass
 class Block:
-    """Non-blank lines of one stretch of a file, with their 1-based line numbers."""
+    """Non-blank lines of one stretch of a file, with their 1-based line numbers.
 
-    lines: list[bytes]
-    numbers: list[int]
-    lines_seen: int  # all lines of the stretch, blank ones included
+    The lines are held as one buffer, joined by ``\\n`` (a line never holds one), because that is
+    what Arrow's JSON reader takes; :attr:`lines` splits it only when a line is needed alone.
+    """
+
+    def __init__(
+        self, data: bytes, numbers: np.ndarray, starts: np.ndarray, lines_seen: int
+    ) -> None:
+        self.data = data
+        self.numbers = numbers
+        self.starts = starts  # where each line starts in data
+        self.lines_seen = lines_seen  # all lines of the stretch, blank ones included
+
+    def __len__(self) -> int:
+        return len(self.numbers)
+
+    @cached_property
+    def lines(self) -> list[bytes]:
+        return self.data.split(b"\n") if len(self.numbers) else []
+
+
+@dataclass
+class _Kept:
+    """The non-blank lines of one read, joined, with each one's number and offset in ``data``."""
+
+    data: bytes
+    numbers: np.ndarray
+    starts: np.ndarray
+    seen: int  # lines in the read, blank ones included
+
+    def span(self, first: int, stop: int) -> bytes:
+        end = self.starts[stop] - 1 if stop < len(self.starts) else len(self.data)
+        return self.data[self.starts[first] : end]
+
+
+def _kept_lines(body: bytes, first_number: int) -> _Kept:
+    """The non-blank lines of ``body`` (whole lines joined by ``\\n``), a trailing CR dropped.
+
+    A line that starts with ``{`` and does not end in CR is kept as it is, found with NumPy; only
+    the others (blank, CRLF, leading white space) are looked at one by one, in Python.
+    """
+    raw = np.frombuffer(body, dtype=np.uint8)
+    breaks = np.flatnonzero(raw == 0x0A)
+    starts = np.concatenate(([0], breaks + 1))
+    ends = np.concatenate((breaks, [raw.size]))
+    numbers = np.arange(first_number, first_number + len(starts), dtype=np.int64)
+    nonempty = ends > starts
+    regular = nonempty.copy()
+    regular[nonempty] = (raw[starts[nonempty]] == 0x7B) & (raw[ends[nonempty] - 1] != 0x0D)
+    if regular.all():
+        return _Kept(body, numbers, starts, len(starts))
+    keep = regular.copy()
+    pieces: dict[int, bytes] = {}
+    for i in np.flatnonzero(~regular).tolist():
+        piece = body[starts[i] : ends[i]]
+        if piece.endswith(b"\r"):
+            piece = piece[:-1]
+        if piece.strip():
+            keep[i] = True
+            pieces[i] = piece
+    kept = np.flatnonzero(keep)
+    lines = [pieces[i] if i in pieces else body[starts[i] : ends[i]] for i in kept.tolist()]
+    data = b"\n".join(lines)
+    lengths = np.fromiter((len(line) + 1 for line in lines), dtype=np.int64, count=len(lines))
+    offsets = np.concatenate(([0], np.cumsum(lengths)[:-1])) if len(lines) else lengths
+    return _Kept(data, numbers[kept], offsets, len(starts))
 
 
 def read_blocks(
@@ -109,10 +173,13 @@ def read_blocks(
         stream = gzip.GzipFile(fileobj=raw, mode="rb") if is_gzip(path) else raw
         with raw, stream:
             carry = b""
-            number = 0
-            seen_until = 0
+            number = 0  # lines seen so far
             block_first = 1  # line number where the current block starts
-            block = Block([], [], 0)
+            parts: list[bytes] = []
+            numbers: list[np.ndarray] = []
+            starts: list[np.ndarray] = []
+            held = 0  # lines in parts
+            size = 0  # bytes in parts, with a line break after each
             position = 0
             while True:
                 data = stream.read(READ_BYTES)
@@ -120,32 +187,49 @@ def read_blocks(
                 on_bytes(now - position)
                 position = now
                 if data:
-                    pieces = (carry + data).split(b"\n")
-                    carry = pieces.pop()
+                    buffer = carry + data
+                    cut = buffer.rfind(b"\n")
+                    if cut < 0:
+                        carry = buffer
+                        continue
+                    body, carry = buffer[:cut], buffer[cut + 1 :]
+                elif carry:
+                    body, carry = carry, b""
                 else:
-                    pieces = [carry] if carry else []
-                if any(p.endswith(b"\r") for p in pieces):
-                    pieces = [p[:-1] if p.endswith(b"\r") else p for p in pieces]
-                kept = [(i, p) for i, p in enumerate(pieces, number + 1) if p.strip()]
-                number += len(pieces)
-                seen_until = number  # lines counted so far
-                start = 0
-                while start < len(kept):
-                    room = lines_per_block - len(block.lines)
-                    take = kept[start : start + room]
-                    block.lines.extend(p for _, p in take)
-                    block.numbers.extend(i for i, _ in take)
-                    start += len(take)
-                    if len(block.lines) >= lines_per_block:
-                        last = block.numbers[-1]
-                        block.lines_seen = last - block_first + 1
-                        yield block
-                        block_first = last + 1
-                        block = Block([], [], 0)
+                    body = None
+                if body is not None:
+                    kept = _kept_lines(body, number + 1)
+                    number += kept.seen
+                    start = 0
+                    while start < len(kept.numbers):
+                        take = min(lines_per_block - held, len(kept.numbers) - start)
+                        part = kept.span(start, start + take)
+                        parts.append(part)
+                        numbers.append(kept.numbers[start : start + take])
+                        starts.append(kept.starts[start : start + take] - kept.starts[start] + size)
+                        held += take
+                        size += len(part) + 1
+                        start += take
+                        if held >= lines_per_block:
+                            last = int(numbers[-1][-1])
+                            yield Block(
+                                b"\n".join(parts),
+                                np.concatenate(numbers),
+                                np.concatenate(starts),
+                                last - block_first + 1,
+                            )
+                            block_first = last + 1
+                            parts, numbers, starts, held, size = [], [], [], 0, 0
                 if not data:
                     break
-            block.lines_seen = seen_until - block_first + 1
-            if block.lines_seen > 0 and (block.lines or block_first <= seen_until):
-                yield block
+            lines_seen = number - block_first + 1
+            if lines_seen > 0 and (held or block_first <= number):
+                none = np.zeros(0, dtype=np.int64)
+                yield Block(
+                    b"\n".join(parts),
+                    np.concatenate(numbers) if numbers else none,
+                    np.concatenate(starts) if starts else none,
+                    lines_seen,
+                )
     except (OSError, EOFError, zlib.error) as exc:
         raise UnreadableFile(f"{path}: {exc}") from exc

@@ -39,7 +39,7 @@ from tidemark.ingest.identity import (
     Verdicts,
     task_codes,
 )
-from tidemark.ingest.parse import Parsed, parse_lines
+from tidemark.ingest.parse import Parsed, parse_block
 from tidemark.ingest.schema import BRONZE_SCHEMAS, PARSED
 from tidemark.ingest.summary import IDENTITY, BronzeSummary
 from tidemark.ingest.validate import TASK_TYPES, check_rows
@@ -444,12 +444,8 @@ def _land_file(
     app_id = _app_id(sha256)
     source = str(path)
     blocks = files.read_blocks(path, LINES_PER_BLOCK, progress.advance)
-    for block_no, (block, parsed) in enumerate(_parsed_ahead(blocks)):
-        rows = _judge_block(block, parsed, source, sha256, next_id, index)
-        report.lines_read += len(block.lines)
-        report.accepted += rows.accepted
-        report.duplicates += rows.duplicates
-        report.quarantined += rows.tables["quarantine"].num_rows
+
+    def write(rows: _BlockRows, block_no: int) -> None:
         for name in WRITE_ORDER:
             out = rows.tables[name]
             done_up_to = committed[name]
@@ -458,7 +454,23 @@ def _land_file(
             _append(tables[name], out, Transaction(app_id=app_id, version=block_no))
             if after_commit:
                 after_commit(name, block_no)
-        next_id += 1
+
+    # A block's commits run in a third thread while the next block is judged. They stay in
+    # block order: a block is handed over only once the one before it has committed (or failed).
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tidemark-write") as writer:
+        writing: Future[None] | None = None
+        for block_no, (block, checked) in enumerate(_checked_ahead(blocks)):
+            rows = _judge_block(block, checked, source, sha256, next_id, index)
+            if writing is not None:
+                writing.result()
+            writing = writer.submit(write, rows, block_no)
+            report.lines_read += len(block)
+            report.accepted += rows.accepted
+            report.duplicates += rows.duplicates
+            report.quarantined += rows.tables["quarantine"].num_rows
+            next_id += 1
+        if writing is not None:
+            writing.result()
     return next_id
 
 
@@ -469,17 +481,31 @@ class _BlockRows:
     duplicates: int
 
 
-def _parsed_ahead(blocks: Iterator[files.Block]) -> Iterator[tuple[files.Block, Parsed]]:
-    """Parse the next block in a second thread while this one is judged and written.
+@dataclass
+class _Checked:
+    """A block's lines typed (:mod:`~tidemark.ingest.parse`) and held to the per-line rules."""
 
-    Arrow's JSON reader and the Delta writer release the GIL, so the two overlap. Judging stays
-    in block order on the calling thread: it depends on every block before it.
+    parsed: Parsed
+    broken: dict[int, str]  # row of parsed.table -> the rule it breaks (check_rows)
+
+
+def _check(block: files.Block) -> _Checked:
+    parsed = parse_block(block.data, len(block), lambda: block.lines, block.starts)
+    return _Checked(parsed, check_rows(parsed.table))
+
+
+def _checked_ahead(blocks: Iterator[files.Block]) -> Iterator[tuple[files.Block, _Checked]]:
+    """Parse and check the next block in a second thread while this one is judged and written.
+
+    Arrow's JSON reader and compute kernels and the Delta writer release the GIL, so the two
+    overlap. Judging stays in block order on the calling thread: it depends on every block
+    before it.
     """
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tidemark-parse") as pool:
-        ahead: Future[Parsed] | None = None
+        ahead: Future[_Checked] | None = None
         previous: files.Block | None = None
         for block in blocks:
-            future = pool.submit(parse_lines, block.lines)
+            future = pool.submit(_check, block)
             if ahead is not None and previous is not None:
                 yield previous, ahead.result()
             ahead, previous = future, block
@@ -489,25 +515,24 @@ def _parsed_ahead(blocks: Iterator[files.Block]) -> Iterator[tuple[files.Block, 
 
 def _judge_block(
     block: files.Block,
-    parsed: Parsed,
+    checked: _Checked,
     source: str,
     sha256: str,
     ingest_id: int,
     index: IdentityIndex,
 ) -> _BlockRows:
-    table = parsed.table
-    numbers = np.asarray(block.numbers, dtype=np.int64)
-    row_lines = np.asarray(parsed.rows, dtype=np.int64)
-    reasons: dict[int, str] = dict(parsed.failures)  # block index -> reason
+    table = checked.parsed.table
+    numbers = block.numbers
+    row_lines = np.asarray(checked.parsed.rows, dtype=np.int64)
+    reasons: dict[int, str] = dict(checked.parsed.failures)  # block index -> reason
 
-    rule_reasons = check_rows(table)
-    valid = np.array([r is None for r in rule_reasons], dtype=bool)
-    for i in np.flatnonzero(~valid):
-        reasons[int(row_lines[i])] = rule_reasons[i]  # type: ignore[assignment]
-    kinds = np.asarray(pc.fill_null(table["type"], "").to_numpy(zero_copy_only=False))
+    valid = np.ones(table.num_rows, dtype=bool)
+    for i, reason in checked.broken.items():
+        valid[i] = False
+        reasons[int(row_lines[i])] = reason
 
-    task_rows = np.flatnonzero(valid & np.isin(kinds, TASK_TYPES))
-    events = table.take(task_rows)
+    task_rows = np.flatnonzero(valid & _of_types(table, TASK_TYPES))
+    events = table if len(task_rows) == table.num_rows else table.take(task_rows)
     events = events.set_column(
         events.schema.get_field_index("attempt"),
         "attempt",
@@ -517,11 +542,11 @@ def _judge_block(
     for k in np.flatnonzero((verdicts.codes != ACCEPTED) & (verdicts.codes != DUPLICATE)):
         reasons[int(row_lines[task_rows[k]])] = verdicts.reason(int(k), events)
     keep = verdicts.codes == ACCEPTED
-    accepted_events = events.filter(pa.array(keep))
+    accepted_events = events if keep.all() else events.filter(pa.array(keep))
     accepted_lines = row_lines[task_rows[keep]]
     duplicates = int((verdicts.codes == DUPLICATE).sum())
 
-    vertex_rows = np.flatnonzero(valid & (kinds == "vertex"))
+    vertex_rows = np.flatnonzero(valid & _of_types(table, ("vertex",)))
     vertex_keep = []
     for i in vertex_rows.tolist():
         if index.judge_vertex(table.slice(i, 1).to_pylist()[0]):
@@ -542,13 +567,11 @@ def _judge_block(
             "ingested_at": pa.repeat(pa.scalar(now, pa.timestamp("us", tz="UTC")), n),
         }
 
-    accepted_kinds = np.asarray(
-        pc.fill_null(accepted_events["type"], "").to_numpy(zero_copy_only=False)
-    )
     out: dict[str, pa.Table] = {}
     for table_name, types in _TASK_TABLES.items():
-        is_kind = np.isin(accepted_kinds, types)
-        rows = accepted_events.filter(pa.array(is_kind))
+        is_kind = _of_types(accepted_events, types)
+        wanted = [n for n in (*_names(table_name), "type") if n in accepted_events.column_names]
+        rows = accepted_events.select(wanted).filter(pa.array(is_kind))
         columns = {n: rows[n] for n in _names(table_name) if n in rows.column_names}
         if table_name == "watermark_events":
             columns["event_type"] = rows["type"]
@@ -575,6 +598,12 @@ def _judge_block(
     }
     out["quarantine"] = _build("quarantine", quarantine, lineage(np.asarray(bad, dtype=np.int64)))
     return _BlockRows(out, int(keep.sum()) + len(vertex_keep), duplicates)
+
+
+def _of_types(table: pa.Table, types: tuple[str, ...]) -> np.ndarray:
+    """Whether each row's ``type`` is one of ``types`` (False for a missing type)."""
+    found = pc.fill_null(pc.is_in(table["type"], value_set=pa.array(types)), False)
+    return np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
 
 
 # Which bronze table each task record type lands in.

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -58,21 +58,43 @@ class Parsed:
 
 def parse_lines(lines: Sequence[bytes]) -> Parsed:
     """Parse non-blank lines (without their line breaks)."""
+    return parse_block(b"\n".join(lines), len(lines), lambda: lines)
+
+
+def parse_block(
+    data: bytes,
+    count: int,
+    lines: Callable[[], Sequence[bytes]],
+    starts: np.ndarray | None = None,
+) -> Parsed:
+    """Parse ``count`` non-blank lines joined by ``\\n`` as ``data``.
+
+    ``lines`` gives them one by one, and is only called when Arrow refuses the whole block;
+    ``starts`` (each line's offset in ``data``) saves finding the line breaks again.
+    """
     out = Parsed(table=PARSED.empty_table())
     tables: list[pa.Table] = []
-    _parse_block(lines, 0, len(lines), tables, out)
+    _parse_block(lines, 0, count, tables, out, data, starts)
     if tables:
         out.table = pa.concat_tables(tables)
     return out
 
 
 def _parse_block(
-    lines: Sequence[bytes], start: int, stop: int, tables: list[pa.Table], out: Parsed
+    lines: Callable[[], Sequence[bytes]],
+    start: int,
+    stop: int,
+    tables: list[pa.Table],
+    out: Parsed,
+    data: bytes | None = None,  # the lines from start to stop, joined, when at hand
+    starts: np.ndarray | None = None,  # and where each of them starts in data
 ) -> None:
     if stop <= start:
         return
     if stop - start >= SLOW_PATH_BELOW:
-        table = _fast(lines[start:stop])
+        if data is None:
+            data = b"\n".join(lines()[start:stop])
+        table = _fast(data, stop - start, starts)
         if table is not None:
             tables.append(table)
             out.rows.extend(range(start, stop))
@@ -82,8 +104,9 @@ def _parse_block(
         _parse_block(lines, middle, stop, tables, out)
         return
     typed: list[dict[str, object]] = []
+    every = lines()
     for index in range(start, stop):
-        result = parse_line(lines[index])
+        result = parse_line(every[index])
         if isinstance(result, str):
             out.failures.append((index, result))
         else:
@@ -96,34 +119,39 @@ def _parse_block(
 # Arrow's reader must only see lines that are one JSON object each: a line holding just `null`
 # crashes pyarrow 26's JSON reader (segmentation fault). A block is screened first: every line
 # must start with `{` and end with `}`, give or take white space and a byte-order mark.
-def _looks_like_objects(data: bytes) -> bool:
+def _looks_like_objects(data: bytes, starts: np.ndarray | None) -> int | None:
+    """The length of the longest line, or None when a line is not one JSON object."""
     raw = np.frombuffer(data, dtype=np.uint8)
     if raw.size == 0:
-        return False
-    breaks = np.flatnonzero(raw == 0x0A)
-    starts = np.concatenate(([0], breaks + 1))
-    ends = np.concatenate((breaks - 1, [raw.size - 1]))
+        return None
+    if starts is None:
+        starts = np.concatenate(([0], np.flatnonzero(raw == 0x0A) + 1))
+    ends = np.concatenate((starts[1:] - 2, [raw.size - 1]))
     if (ends < starts).any():
-        return False  # an empty line
+        return None  # an empty line
     odd = np.flatnonzero((raw[starts] != 0x7B) | (raw[ends] != 0x7D))
     for k in odd.tolist():  # rare: white space or a BOM around the object, or not an object
         text = data[starts[k] : ends[k] + 1].strip()
         if text.startswith(b"\xef\xbb\xbf"):
             text = text[3:].lstrip()
         if not (text.startswith(b"{") and text.endswith(b"}")):
-            return False
-    return True
+            return None
+    return int((ends - starts).max()) + 1
 
 
-def _fast(block: Sequence[bytes]) -> pa.Table | None:
-    data = b"\n".join(block)
-    if not _looks_like_objects(data):
+# Arrow parses a buffer in blocks of this size on its own threads; a block must hold the longest
+# line whole, so a block of longer lines gets blocks to match.
+ARROW_BLOCK_BYTES = 4 << 20
+
+
+def _fast(data: bytes, count: int, starts: np.ndarray | None = None) -> pa.Table | None:
+    longest = _looks_like_objects(data, starts)
+    if longest is None:
         return None
-    data += b"\n"
     try:
         table = pa_json.read_json(
             io.BytesIO(data),
-            read_options=pa_json.ReadOptions(block_size=max(1 << 20, len(data) + 1)),
+            read_options=pa_json.ReadOptions(block_size=max(ARROW_BLOCK_BYTES, 2 * longest + 2)),
             parse_options=pa_json.ParseOptions(
                 explicit_schema=PARSED, unexpected_field_behavior="ignore"
             ),
@@ -131,7 +159,7 @@ def _fast(block: Sequence[bytes]) -> pa.Table | None:
     except (pa.ArrowInvalid, UnicodeDecodeError):
         return None
     # Arrow reads two objects on one line as two rows; only a one-to-one block is trusted.
-    if table.num_rows != len(block):
+    if table.num_rows != count:
         return None
     return table.select(PARSED.names).cast(PARSED)
 

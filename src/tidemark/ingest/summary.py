@@ -189,7 +189,9 @@ def _batches(
 
 def lowest_seqs(ids: np.ndarray, seqs: np.ndarray) -> dict[int, int]:
     """The lowest seq of each task id in a block."""
-    order = np.lexsort((seqs, ids))
-    first = np.ones(len(order), dtype=bool)
-    first[1:] = ids[order][1:] != ids[order][:-1]
-    return dict(zip(ids[order][first].tolist(), seqs[order][first].tolist(), strict=True))
+    if len(ids) == 0:
+        return {}
+    lowest = np.full(int(ids.max()) + 1, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(lowest, ids, seqs)
+    present = np.flatnonzero(np.bincount(ids, minlength=len(lowest)))
+    return dict(zip(present.tolist(), lowest[present].tolist(), strict=True))

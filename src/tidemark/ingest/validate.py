@@ -42,11 +42,11 @@ def _less(table: pa.Table, name: str, bound: int) -> np.ndarray:
     return _np(pc.fill_null(pc.less(table[name], bound), False))
 
 
-def check_rows(table: pa.Table) -> list[str | None]:
-    """One reason per row (``None`` where the row keeps every per-line rule)."""
+def check_rows(table: pa.Table) -> dict[int, str]:
+    """The rows that break a per-line rule, each with the first rule's reason."""
     n = table.num_rows
     if n == 0:
-        return []
+        return {}
     col = {name: table[name] for name in table.column_names}
     kind = _np(pc.fill_null(col["type"], ""))
     is_task = np.isin(kind, TASK_TYPES)
@@ -160,9 +160,9 @@ def check_rows(table: pa.Table) -> list[str | None]:
         negative("parallelism", is_vertex, floor=1),
         (upstream_nulls, lambda i: "field 'upstream_vertex_ids' holds a null or empty id"),
     ]
-    reasons: list[str | None] = [None] * n
+    reasons: dict[int, str] = {}
     for mask, describe in rules:
-        for i in np.flatnonzero(mask):
-            if reasons[i] is None:
-                reasons[i] = describe(int(i))
+        for i in np.flatnonzero(mask).tolist():
+            if i not in reasons:
+                reasons[i] = describe(i)
     return reasons
