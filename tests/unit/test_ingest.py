@@ -24,6 +24,7 @@ from tests.events import (
 from tidemark.ingest import landing
 from tidemark.ingest.landing import IngestReport, ingest
 from tidemark.ingest.schema import TIMER_EVENTS
+from tidemark.ingest.summary import BronzeSummary
 from tidemark.lake import Lake
 
 
@@ -380,18 +381,26 @@ def test_new_events_below_a_tasks_highest_seq_land(tmp_path: Path, lake: Lake) -
     assert sorted(r["seq"] for r in rows(lake, "timer_events")) == [0, 1, 2, 3, 5]
 
 
-@pytest.mark.parametrize("change", ["compacted", "damaged", "deleted"])
+@pytest.mark.parametrize("change", ["compacted", "log cleaned up", "damaged", "deleted"])
 def test_the_bronze_summary_is_rebuilt_when_it_cannot_be_trusted(
     tmp_path: Path, lake: Lake, change: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The summary follows bronze through the files its Delta log adds. When files leave bronze
-    (compaction) or the summary is damaged or gone, it is rebuilt from bronze: the identity and
-    channel rules hold all the same."""
+    """The summary follows bronze through the files its Delta log's new commits add. When files
+    leave bronze (compaction), a commit to follow has left the log, or the summary is damaged or
+    gone, it is rebuilt from bronze: the identity and channel rules hold all the same."""
     for n in range(3):  # three commits, so compaction has files to merge
         ingest([write_jsonl(tmp_path / f"a{n}.jsonl", [timer(n), watermark(10 + n)])], lake)
     if change == "compacted":
         for table in ("timer_events", "watermark_events"):
             DeltaTable(str(lake.bronze_table(table))).optimize.compact()
+    elif change == "log cleaned up":  # the summary is behind, and the commits since are gone
+        summary = BronzeSummary.load(lake.bronze_summary)
+        summary.versions["timer_events"] = 1
+        summary.save(lake.bronze_summary)
+        table = DeltaTable(str(lake.bronze_table("timer_events")))
+        table.create_checkpoint()
+        for version in range(1, table.version()):
+            (lake.bronze_table("timer_events") / "_delta_log" / f"{version:020d}.json").unlink()
     elif change == "damaged":
         lake.bronze_summary.write_bytes(b"not arrow")
     else:
@@ -402,7 +411,13 @@ def test_the_bronze_summary_is_rebuilt_when_it_cannot_be_trusted(
     assert (report.accepted, report.duplicates, report.quarantined) == (1, 1, 2)
     assert sorted(quarantine_reasons(lake).values())[0].startswith("conflict")
     assert "already has 2 channels" in sorted(quarantine_reasons(lake).values())[1]
-    expected_log = {"compacted": "lost files", "damaged": "rebuilt from bronze", "deleted": ""}
+    followed = "cannot be followed"
+    expected_log = {
+        "compacted": followed,
+        "log cleaned up": followed,
+        "damaged": "rebuilt from bronze",
+        "deleted": "",
+    }
     assert expected_log[change] in caplog.text
     assert lake.bronze_summary.is_file()
 

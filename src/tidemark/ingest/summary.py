@@ -4,9 +4,10 @@ each input, and the files landed (``ingest_log``: sha256 -> lines read).
 The identity rules (contract §1, :mod:`tidemark.ingest.identity`) need a task's landed seqs only
 when a new event could repeat one: a capture's next file carries on each task's seq, so for almost
 every event "above the highest landed seq" settles it. This summary is what makes an ingest cost
-what is new rather than all of bronze: it is O(tasks), kept in ``lake.bronze_summary``, and brought
-up to date from the Delta log by reading only the data files added since it was saved. A file
-that left a table's snapshot (compaction, a rewrite) means it cannot be updated that way: it is
+what is new rather than all of bronze: it is O(tasks), kept in ``lake.bronze_summary`` with the
+Delta version of each table it reflects, and brought up to date by reading only the commits made
+since (their ``add`` actions, and the data files those add). A commit that removes a file
+(compaction, a rewrite) or that is no longer in the log means it cannot be updated that way: it is
 then rebuilt from the whole table, once. A missing or unreadable summary is rebuilt the same way.
 """
 
@@ -17,6 +18,7 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 import numpy as np
 import pyarrow as pa
@@ -51,7 +53,7 @@ class BronzeSummary:
     max_seq: dict[Task, int] = field(default_factory=dict)
     channels: dict[Task, dict[int, int]] = field(default_factory=dict)
     done: dict[str, int] = field(default_factory=dict)  # ingest_log: sha256 -> lines read
-    files: dict[str, list[str]] = field(default_factory=dict)  # per table: the files it reflects
+    versions: dict[str, int] = field(default_factory=dict)  # per table: the version it reflects
 
     # -- keeping it up to date ---------------------------------------------------------------
     @classmethod
@@ -63,7 +65,10 @@ class BronzeSummary:
         summary = cls.load(path)
         changed = summary._follow(tables)
         if changed is None:
-            log.info("bronze lost files since its summary was saved: rebuilding the summary")
+            log.info(
+                "bronze cannot be followed from its summary (a commit removed files, or is "
+                "no longer in the Delta log): rebuilding the summary"
+            )
             summary, changed = cls(), True
             summary._follow(tables)
         if changed:
@@ -71,21 +76,26 @@ class BronzeSummary:
         return summary
 
     def _follow(self, tables: dict[str, DeltaTable]) -> bool | None:
-        """Add the data files of ``tables`` not reflected yet: whether any were; None when a
-        reflected file is gone (then the summary is left part-way and must be rebuilt)."""
+        """Add the rows of the commits made to ``tables`` since: whether there were any; None when
+        they cannot be followed (then the summary is left part-way and must be rebuilt)."""
         changed = False
         for name in TABLES:
-            dataset = tables[name].to_pyarrow_dataset()
-            fragments = list(dataset.get_fragments())
-            current = [f.path for f in fragments]
-            known = set(self.files.get(name, []))
-            if not known <= set(current):
-                return None
-            new = [f for f in fragments if f.path not in known]
-            if new:
-                self._add(name, _batches(name, dataset, new))
-                changed = True
-            self.files[name] = current
+            table = tables[name]
+            current = table.version()
+            known = self.versions.get(name)
+            if known is None:  # never read: the whole snapshot
+                self._add(name, _batches(name, table.to_pyarrow_dataset()))
+            elif known > current:
+                return None  # the table was made again
+            elif known < current:
+                added = _added_files(_local(table.table_uri), known + 1, current)
+                if added is None:
+                    return None
+                if added:
+                    schema = pa.schema(table.schema().to_arrow())
+                    self._add(name, _batches(name, ds.dataset(added, schema, format="parquet")))
+            changed = changed or known != current
+            self.versions[name] = current
         return changed
 
     def _add(self, name: str, batches: Iterator[pa.RecordBatch]) -> None:
@@ -123,9 +133,9 @@ class BronzeSummary:
         try:
             with pa.memory_map(str(path)) as source:
                 table = pa.ipc.open_file(source).read_all()
-            files = json.loads(table.schema.metadata[b"tidemark.files"])
+            versions = json.loads(table.schema.metadata[b"tidemark.versions"])
             done = json.loads(table.schema.metadata[b"tidemark.done"])
-            if table.schema.remove_metadata() != _SCHEMA or not isinstance(files, dict):
+            if table.schema.remove_metadata() != _SCHEMA or not isinstance(versions, dict):
                 raise ValueError("unexpected layout")
             if not isinstance(done, dict):
                 raise ValueError("unexpected layout")
@@ -134,7 +144,7 @@ class BronzeSummary:
         except (OSError, ValueError, KeyError, TypeError, pa.ArrowException) as exc:
             log.warning("ignoring %s (%s): it is rebuilt from bronze", path, exc)
             return cls()
-        summary = cls(files=files, done=done)
+        summary = cls(versions=versions, done=done)
         rows = table.to_pydict()
         for job, vertex, subtask, attempt, highest, input_index, channels in zip(
             *(rows[name] for name in _SCHEMA.names), strict=True
@@ -159,7 +169,10 @@ class BronzeSummary:
             for input_index, n in inputs.items():
                 row(task, None, input_index, n)
         schema = _SCHEMA.with_metadata(
-            {"tidemark.files": json.dumps(self.files), "tidemark.done": json.dumps(self.done)}
+            {
+                "tidemark.versions": json.dumps(self.versions),
+                "tidemark.done": json.dumps(self.done),
+            }
         )
         table = pa.table(columns, schema=schema)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -175,16 +188,43 @@ class BronzeSummary:
         return highest is not None and lowest_seq <= highest
 
 
-def _batches(
-    table: str, dataset: ds.FileSystemDataset, fragments: list[ds.Fragment]
-) -> Iterator[pa.RecordBatch]:
+def _added_files(root: Path, first: int, last: int) -> list[str] | None:
+    """The data files the commits ``first`` to ``last`` of a Delta table add, from its log.
+
+    None when one of them removes a file, or is no longer in the log (cleaned up): the rows
+    they leave cannot be told from the commits alone.
+    """
+    added: list[str] = []
+    for version in range(first, last + 1):
+        try:
+            lines = (root / "_delta_log" / f"{version:020d}.json").read_text().splitlines()
+        except FileNotFoundError:
+            return None
+        for line in lines:
+            action = json.loads(line) if line.strip() else {}
+            if "remove" in action:
+                return None
+            if "add" in action:
+                path = action["add"]["path"]
+                added.append(str(_local(path) if "://" in path else root / unquote(path)))
+    return added
+
+
+def _local(uri: str) -> Path:
+    """A ``file://`` URI (or a plain path) as a local path; bronze is on the local disk."""
+    parsed = urlparse(uri)
+    if parsed.scheme not in ("", "file"):
+        raise ValueError(f"bronze must be on the local file system, not {uri}")
+    return Path(unquote(parsed.path))
+
+
+def _batches(table: str, dataset: ds.Dataset) -> Iterator[pa.RecordBatch]:
     names = set(dataset.schema.names)
     if table == "ingest_log":
         columns = ["source_sha256", "lines_read"]
     else:
         columns = IDENTITY + [c for c in ("input_index", "num_channels") if c in names]
-    subset = ds.FileSystemDataset(fragments, dataset.schema, dataset.format, dataset.filesystem)
-    yield from subset.to_batches(columns=columns, batch_size=1 << 20)
+    yield from dataset.to_batches(columns=columns, batch_size=1 << 20)
 
 
 def lowest_seqs(ids: np.ndarray, seqs: np.ndarray) -> dict[int, int]:
