@@ -1,4 +1,6 @@
-{#- MetricFlow's time spine: one row per day, 2020 through 2040. -#}
+{#- MetricFlow's time spine: one row per day, 2020 through 2040. A view: nothing to rebuild on
+    every scheduled run, and a query reads its 7,671 days in no time. -#}
+{{ config(materialized='view') }}
 
 with
 
