@@ -14,8 +14,10 @@
     valve's state to the end of the attempt; fct_valve_conformance reads the gaps directly.)
 
     Timer events are read from the bronze source, filtered to the tasks with gaps
-    (tidemark_timer_events_of).
+    (tidemark_timer_events_of); with no gap in bronze at all (a capture that lost nothing) they are
+    not read (tidemark_has_rows).
 -#}
+{%- set any_gaps = tidemark_has_rows(source('bronze', 'capture_gaps')) %}
 
 with
 
@@ -42,6 +44,9 @@ timer_events as (
 
     -- With the gauge each drives (M3).
     {{ tidemark_timer_events_of('gap_tasks') }}
+    {%- if not any_gaps %}
+    where false
+    {%- endif %}
 
 ),
 

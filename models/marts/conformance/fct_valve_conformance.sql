@@ -6,8 +6,11 @@
 
     A captured output's cause is the latest watermark or watermark_status event of the same task
     and input with a smaller seq (contract §1: its seq follows the input event that caused it);
-    its emission_index is its rank among the outputs of that cause.
+    its emission_index is its rank among the outputs of that cause. Without any captured output in
+    bronze (no capture of valves) neither the input events nor the emissions are read
+    (tidemark_has_rows).
 -#}
+{%- set any_captured = tidemark_has_rows(source('bronze', 'valve_outputs')) %}
 
 with
 
@@ -20,12 +23,18 @@ captured_outputs as (
 input_events as (
 
     select * from {{ ref('stg_bronze__watermark_events') }}
+    {%- if not any_captured %}
+    where false
+    {%- endif %}
 
 ),
 
 emissions as (
 
     select * from {{ ref('fct_valve_emissions') }}
+    {%- if not any_captured %}
+    where false
+    {%- endif %}
 
 ),
 
