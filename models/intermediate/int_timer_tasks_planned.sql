@@ -19,6 +19,10 @@
 {%- set tasks_checkpoint = tidemark_model_relation('int_timer_tasks_checkpointed') -%}
 {%- set seconds_checkpoint = tidemark_model_relation('int_timer_seconds_checkpointed') -%}
 {%- set lookback_ms = (var('gauge_replay_lookback_s', 3600) | int) * 1000 -%}
+{#- A task whose new events follow its old ones has its anchor a second or two before its previous
+    horizon: the plan looks there first (the last minute of seconds), and in the whole lookback
+    only for the tasks it found none for (late events, a task quiet for a while). -#}
+{%- set near_ms = [60000, lookback_ms] | min -%}
 {%- set min_long = 'cast(-9223372036854775808 as bigint)' -%}
 {%- set max_long = 'cast(9223372036854775807 as bigint)' -%}
 {%- if is_incremental_plan -%}
@@ -30,9 +34,11 @@
     ) -%}
     {%- set processed_ingest_id = 'cast(' ~ (progress.columns[0].values()[0] | int) ~ ' as bigint)' -%}
     {#- The checkpointed hours an anchor can be in (the seconds' partitions the plan reads): from
-        the earliest horizon of a task with new events, minus the lookback. -#}
+        the earliest horizon of a task with new events, minus the lookback (and minus a minute,
+        for the first look). -#}
     {%- set search_window = run_query(
-        'select min(horizon_ms) - ' ~ lookback_ms ~ ' from ' ~ tasks_checkpoint
+        'select min(horizon_ms) - ' ~ lookback_ms ~ ', min(horizon_ms) - ' ~ near_ms ~ ' from '
+        ~ tasks_checkpoint
         ~ ' left semi join (select job_id, vertex_id, subtask_index, attempt from '
         ~ source('bronze', 'timer_events') ~ ' where ingest_id > ' ~ processed_ingest_id
         ~ ' union all select job_id, vertex_id, subtask_index, attempt from '
@@ -42,6 +48,7 @@
         ~ ') using (job_id, vertex_id, subtask_index, attempt)'
     ) -%}
     {%- set search_from_ms = search_window.columns[0].values()[0] -%}
+    {%- set near_from_ms = search_window.columns[1].values()[0] -%}
 {%- endif %}
 
 with
@@ -186,33 +193,53 @@ resumable_tasks as (
 
 ),
 
-recent_seconds as (
+{#- Two looks for each resumable task's anchor, the same computation on different seconds: `near`
+    over the task's last minute of seconds before its previous horizon, `far` over its whole
+    lookback, for the tasks the first look found no anchor for. An anchor found near is the one the
+    whole lookback gives: the candidates are the seconds that end before the first new event, the
+    pivot is the latest of them, so when any candidate is near, the pivot is near too, and a
+    candidate found between them is the latest one before the pivot. -#}
+{%- for look in ['near', 'far'] %}
+{%- set from_ms = near_from_ms if look == 'near' else search_from_ms %}
 
-    select *
-    from checkpointed_seconds
-    {% if search_from_ms is none -%}
-    where false  -- no checkpointed task has new events
+{{ look }}_tasks as (
+
+    {% if look == 'near' -%}
+    select * from resumable_tasks
     {%- else -%}
-    where hour_at >= {{ tidemark_hour_at('cast(' ~ (search_from_ms | int) ~ ' as bigint)') }}
+    select * from resumable_tasks
+    left anti join near_anchors using (job_id, vertex_id, subtask_index, attempt)
     {%- endif %}
 
 ),
 
-resumable_seconds as (
+{{ look }}_seconds as (
 
-    -- The recent checkpointed seconds of each resumable task; a candidate anchor ends before the
-    -- first new event and lies within the lookback.
-    select
-        recent_seconds.*,
-        recent_seconds.end_seq < resumable_tasks.min_new_seq
-        and recent_seconds.second_start_ms
-        >= resumable_tasks.previous_horizon_ms - {{ lookback_ms }} as is_candidate
-    from recent_seconds
-    inner join resumable_tasks using (job_id, vertex_id, subtask_index, attempt)
+    -- The recent checkpointed seconds of each task looked at; a candidate anchor ends before the
+    -- first new event and lies within the lookback. The tasks are few (far: mostly none), and
+    -- broadcast, an empty list of tasks leaves the seconds unread (adaptive execution).
+    select /*+ broadcast({{ look }}_tasks) */
+        checkpointed_seconds.*,
+        checkpointed_seconds.end_seq < {{ look }}_tasks.min_new_seq
+        and checkpointed_seconds.second_start_ms
+        >= {{ look }}_tasks.previous_horizon_ms - {{ lookback_ms }} as is_candidate
+    from checkpointed_seconds
+    inner join {{ look }}_tasks using (job_id, vertex_id, subtask_index, attempt)
+    {% if from_ms is none -%}
+    where false  -- no checkpointed task has new events
+    {%- else -%}
+    where
+        checkpointed_seconds.hour_at
+        >= {{ tidemark_hour_at('cast(' ~ (from_ms | int) ~ ' as bigint)') }}
+        {%- if look == 'near' %}
+        and checkpointed_seconds.second_start_ms
+        >= {{ look }}_tasks.previous_horizon_ms - {{ near_ms }}
+        {%- endif %}
+    {%- endif %}
 
 ),
 
-pivoted_seconds as (
+{{ look }}_pivoted as (
 
     -- pivot_seq: the last old event before the first new one that a candidate second ends
     -- after. Every event after it in seq order (new ones included) has a clock at or after the
@@ -220,7 +247,7 @@ pivoted_seconds as (
     -- later_min_ts_ms: the smallest ts_ms among the seconds after this one (the old events a
     -- replay from here reads again).
     select
-        resumable_seconds.*,
+        {{ look }}_seconds.*,
         max(case when is_candidate then end_seq end) over (
             partition by job_id, vertex_id, subtask_index, attempt
         ) as pivot_seq,
@@ -229,11 +256,11 @@ pivoted_seconds as (
             order by second_start_ms desc
             rows between unbounded preceding and 1 preceding
         ) as later_min_ts_ms
-    from resumable_seconds
+    from {{ look }}_seconds
 
 ),
 
-anchors as (
+{{ look }}_anchors as (
 
     -- The latest candidate second that ends before the pivot.
     select
@@ -253,9 +280,18 @@ anchors as (
             ),
             second_start_ms
         ) as anchor
-    from pivoted_seconds
+    from {{ look }}_pivoted
     where is_candidate and end_seq < pivot_seq
     group by job_id, vertex_id, subtask_index, attempt
+
+),
+{%- endfor %}
+
+anchors as (
+
+    select * from near_anchors
+    union all
+    select * from far_anchors
 
 ),
 

@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, note, settings
+from hypothesis import HealthCheck, Phase, example, given, note, settings
 from hypothesis import strategies as st
 
 from tests.e2e.harness import dbt, tidemark, warehouse_tables
@@ -125,6 +125,30 @@ def scenarios(draw: st.DrawFn) -> dict:
     }
 
 
+def _late_far_back() -> dict:
+    """Late events 80 s before a task's horizon: int_timer_tasks_planned's first look (the last
+    minute of seconds) holds no candidate anchor, so the whole lookback is searched (0004)."""
+    task = {"job_id": JOB, "vertex_id": "source", "subtask_index": 0, "attempt": 0}
+
+    def event(seq: int) -> dict:
+        action = "start" if seq % 2 else "end"
+        return timer(seq, ts_ms=BASE_MS + seq * 10_000, timer="idle", action=action, **task)
+
+    first = [event(seq) for seq in (*range(1, 11), *range(13, 21))]
+    return {
+        "batches": [first, [event(11), event(12), event(21)]],
+        "seed": 1,
+        "files_per_batch": 1,
+        "vars": {
+            "flink_gauge_window_s": 60,
+            "gauge_replay_lookback_s": 3600,
+            "legacy_backpressure_refresh_ms": 60000,
+            "legacy_backpressure_num_samples": 5,
+            "legacy_backpressure_delay_ms": 50,
+        },
+    }
+
+
 def write_batch(folder: Path, records: list[dict], files: int, rng: random.Random) -> list[Path]:
     """Records shuffled into `files` files (vertex records keep their relative order)."""
     folder.mkdir(parents=True)
@@ -154,6 +178,7 @@ def dbt_vars(values: dict) -> str:
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(scenario=scenarios())
+@example(scenario=_late_far_back())
 def test_incremental_builds_equal_a_full_refresh(scenario: dict, tmp_path: Path) -> None:
     work = Path(tempfile.mkdtemp(dir=tmp_path))
     note(f"work folder: {work}")
