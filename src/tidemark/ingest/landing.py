@@ -8,7 +8,9 @@ for, one Delta commit per table. Every commit carries a Delta *app transaction*
 (table, block) pairs that were committed and writes the rest: blocks are cut from the content alone,
 and the judging is repeated against the index as it was without this file, so the second run makes
 the same decisions as the first. The file's row in ``ingest_log`` is committed last and marks it
-done. One ingest runs at a time per lake (a lock file).
+done. One ingest runs at a time per lake (a lock file). Parsing and checking the next block, and
+committing the previous one, run in two more threads beside the judging (decision 0003); commits
+stay in block order.
 """
 
 from __future__ import annotations
