@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tidemark.ingest import parse
-from tidemark.ingest.parse import parse_line, parse_lines
+from tidemark.ingest.parse import Parsed, parse_block, parse_line
 from tidemark.ingest.schema import PARSED
 
 FIELDS = PARSED.names
@@ -48,6 +48,10 @@ def raw_lines(draw: st.DrawFn) -> bytes:
     return text.encode("utf-8", errors="surrogatepass")
 
 
+def _parse(lines: list[bytes]) -> Parsed:
+    return parse_block(b"\n".join(lines), len(lines), lambda: lines)
+
+
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(st.lists(raw_lines(), min_size=1, max_size=30), st.sampled_from([16, 64, 4 << 20]))
 def test_fast_path_accepts_only_what_the_slow_path_accepts_with_equal_values(
@@ -71,7 +75,7 @@ def test_blocks_with_a_bad_line_are_split_and_only_that_line_fails(monkeypatch) 
     monkeypatch.setattr(parse, "SLOW_PATH_BELOW", 4)
     good = json.dumps({"type": "timer", "seq": 1}).encode()
     lines = [good] * 40 + [b'{"seq": 1.5}'] + [good] * 40
-    result = parse_lines(lines)
+    result = _parse(lines)
     assert result.failures == [(40, "field 'seq' must be an integer, got number 1.5")]
     assert result.rows == [i for i in range(81) if i != 40]
     assert result.table.num_rows == 80
@@ -133,7 +137,7 @@ def test_null_means_absent_and_unknown_fields_are_ignored() -> None:
 def test_lines_that_are_not_objects_never_reach_arrow() -> None:
     # A line holding only `null` crashes pyarrow 26's JSON reader; the block must be screened.
     lines = [b'{"seq": 1}'] * 300 + [b"null", b"  null  ", b"\xef\xbb\xbfnull"]
-    result = parse_lines(lines)
+    result = _parse(lines)
     assert result.table.num_rows == 300
     assert [reason for _, reason in result.failures] == [
         "line is a JSON null, not an object"

@@ -44,7 +44,7 @@ from tidemark.ingest.identity import (
 from tidemark.ingest.parse import Parsed, parse_block
 from tidemark.ingest.schema import BRONZE_SCHEMAS, PARSED
 from tidemark.ingest.summary import IDENTITY, BronzeSummary
-from tidemark.ingest.validate import TASK_TYPES, check_rows
+from tidemark.ingest.validate import TASK_TYPES, check_rows, is_one_of
 from tidemark.lake import Lake
 
 log = logging.getLogger(__name__)
@@ -533,7 +533,7 @@ def _judge_block(
         valid[i] = False
         reasons[int(row_lines[i])] = reason
 
-    task_rows = np.flatnonzero(valid & _of_types(table, TASK_TYPES))
+    task_rows = np.flatnonzero(valid & is_one_of(table, "type", TASK_TYPES))
     events = table if len(task_rows) == table.num_rows else table.take(task_rows)
     events = events.set_column(
         events.schema.get_field_index("attempt"),
@@ -548,7 +548,7 @@ def _judge_block(
     accepted_lines = row_lines[task_rows[keep]]
     duplicates = int((verdicts.codes == DUPLICATE).sum())
 
-    vertex_rows = np.flatnonzero(valid & _of_types(table, ("vertex",)))
+    vertex_rows = np.flatnonzero(valid & is_one_of(table, "type", ("vertex",)))
     vertex_keep = []
     for i in vertex_rows.tolist():
         if index.judge_vertex(table.slice(i, 1).to_pylist()[0]):
@@ -571,7 +571,7 @@ def _judge_block(
 
     out: dict[str, pa.Table] = {}
     for table_name, types in _TASK_TABLES.items():
-        is_kind = _of_types(accepted_events, types)
+        is_kind = is_one_of(accepted_events, "type", types)
         wanted = [n for n in (*_names(table_name), "type") if n in accepted_events.column_names]
         rows = accepted_events.select(wanted).filter(pa.array(is_kind))
         columns = {n: rows[n] for n in _names(table_name) if n in rows.column_names}
@@ -600,12 +600,6 @@ def _judge_block(
     }
     out["quarantine"] = _build("quarantine", quarantine, lineage(np.asarray(bad, dtype=np.int64)))
     return _BlockRows(out, int(keep.sum()) + len(vertex_keep), duplicates)
-
-
-def _of_types(table: pa.Table, types: tuple[str, ...]) -> np.ndarray:
-    """Whether each row's ``type`` is one of ``types`` (False for a missing type)."""
-    found = pc.fill_null(pc.is_in(table["type"], value_set=pa.array(types)), False)
-    return np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
 
 
 # Which bronze table each task record type lands in.

@@ -56,11 +56,6 @@ class Parsed:
     failures: list[tuple[int, str]] = field(default_factory=list)  # (index, reason)
 
 
-def parse_lines(lines: Sequence[bytes]) -> Parsed:
-    """Parse non-blank lines (without their line breaks)."""
-    return parse_block(b"\n".join(lines), len(lines), lambda: lines)
-
-
 def parse_block(
     data: bytes,
     count: int,

@@ -34,7 +34,8 @@ def _isnull(table: pa.Table, name: str) -> np.ndarray:
     return _np(pc.is_null(table[name]))
 
 
-def _isin(table: pa.Table, name: str, allowed: tuple[str, ...]) -> np.ndarray:
+def is_one_of(table: pa.Table, name: str, allowed: tuple[str, ...]) -> np.ndarray:
+    """Whether each row's ``name`` is one of ``allowed`` (False where it is missing)."""
     return _np(pc.fill_null(pc.is_in(table[name], value_set=pa.array(allowed)), False))
 
 
@@ -76,7 +77,7 @@ def check_rows(table: pa.Table) -> dict[int, str]:
 
     def enum(name: str, where: np.ndarray, allowed: tuple[str, ...]) -> Rule:
         show = value(name)
-        bad = where & ~_isnull(table, name) & ~_isin(table, name, allowed)
+        bad = where & ~_isnull(table, name) & ~is_one_of(table, name, allowed)
         expected = ", ".join(allowed)
         return bad, lambda i: f"field '{name}' is {show(i)!r}: expected one of {expected}"
 
