@@ -39,7 +39,7 @@
     {%- for key in keys -%}
         {%- do conditions.append('kept.' ~ key ~ ' = replaced.' ~ key) -%}
     {%- endfor -%}
-    {%- do conditions.append(since) if since -%}
+    {%- do conditions.append('(' ~ since ~ ')') if since -%}
     {%- set is_replaced = conditions | join('\n            and ') -%}
     {%- set of_jobs = 'where kept.job_id in (select job_id from ' ~ jobs ~ ')' if jobs -%}
 

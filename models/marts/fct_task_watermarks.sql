@@ -75,29 +75,40 @@ existing as (
 seeds as (
 
     -- Each recomputed task's last change before its resume point: the running values start
-    -- from it, and its valid_to_ms is recomputed.
+    -- from it, and its valid_to_ms is recomputed. One aggregate over the task's earlier changes.
     select
         job_id,
         vertex_id,
         subtask_index,
         attempt,
-        seq,
-        change_index,
-        ts_ms,
-        valid_from_ms,
-        change_kind,
-        watermark_ms,
-        is_idle,
-        last_progress_ms as progress_ms,
+        seed.seq,
+        seed.change_index,
+        seed.ts_ms,
+        seed.valid_from_ms,
+        seed.change_kind,
+        seed.watermark_ms,
+        seed.is_idle,
+        seed.last_progress_ms as progress_ms,
         true as is_seed
     from (
         select
-            existing.*,
-            row_number() over (
-                partition by
-                    existing.job_id, existing.vertex_id, existing.subtask_index, existing.attempt
-                order by existing.seq desc, existing.change_index desc
-            ) as recency
+            existing.job_id,
+            existing.vertex_id,
+            existing.subtask_index,
+            existing.attempt,
+            max_by(
+                named_struct(
+                    'seq', existing.seq,
+                    'change_index', existing.change_index,
+                    'ts_ms', existing.ts_ms,
+                    'valid_from_ms', existing.valid_from_ms,
+                    'change_kind', existing.change_kind,
+                    'watermark_ms', existing.watermark_ms,
+                    'is_idle', existing.is_idle,
+                    'last_progress_ms', existing.last_progress_ms
+                ),
+                named_struct('seq', existing.seq, 'change_index', existing.change_index)
+            ) as seed
         from existing
         inner join runs
             on
@@ -106,8 +117,8 @@ seeds as (
                 and existing.subtask_index = runs.subtask_index
                 and existing.attempt = runs.attempt
         where existing.seq <= runs.resumed_after_seq
+        group by existing.job_id, existing.vertex_id, existing.subtask_index, existing.attempt
     )
-    where recency = 1
 
 ),
 
@@ -160,30 +171,24 @@ timeline as (
 
 {% if is_incremental() %}
 
-replaced as (
+cutoffs as (
 
-    select existing.*
-    from existing
-    inner join runs
+    -- Per fed task, the changes this run replaces: those after its resume point, and its seed.
+    select
+        runs.job_id,
+        runs.vertex_id,
+        runs.subtask_index,
+        runs.attempt,
+        runs.resumed_after_seq,
+        seeds.seq as seed_seq,
+        seeds.change_index as seed_change_index
+    from runs
+    left join seeds
         on
-            existing.job_id = runs.job_id
-            and existing.vertex_id = runs.vertex_id
-            and existing.subtask_index = runs.subtask_index
-            and existing.attempt = runs.attempt
-    where existing.seq > runs.resumed_after_seq
-
-    union all
-
-    select existing.*
-    from existing
-    left semi join seeds
-        on
-            existing.job_id = seeds.job_id
-            and existing.vertex_id = seeds.vertex_id
-            and existing.subtask_index = seeds.subtask_index
-            and existing.attempt = seeds.attempt
-            and existing.seq = seeds.seq
-            and existing.change_index = seeds.change_index
+            runs.job_id = seeds.job_id
+            and runs.vertex_id = seeds.vertex_id
+            and runs.subtask_index = seeds.subtask_index
+            and runs.attempt = seeds.attempt
 
 ),
 
@@ -195,8 +200,9 @@ final as (
     -- that held them rewritten; a build from scratch needs a run that fed every task from its
     -- first event (int_valve_outputs_computed makes one when a watermark mart is missing).
     {{ tidemark_incremental_tail(
-        'timeline', 'replaced', none,
-        keys=['job_id', 'vertex_id', 'subtask_index', 'attempt', 'seq', 'change_index'],
+        'timeline', 'cutoffs',
+        since='kept.seq > replaced.resumed_after_seq or (kept.seq = replaced.seed_seq'
+            ~ ' and kept.change_index = replaced.seed_change_index)',
         jobs='runs', rewrite_replaced=true, plan='valve',
     ) }}
 
