@@ -13,6 +13,29 @@
     scans, and repeats staging's one rule that matters here (`backpressured` is the soft gauge).
     Bronze holds each identity once (decision 0011). docs/decisions/0004-gauge-incremental.md.
 -#}
+{#- Every replayed event landed after the last checkpoint or has a ts_ms at or after the smallest
+    one among the checkpointed events after the anchors. The two bounds are read from the plan
+    (built earlier in this run) while compiling: as literals Spark pushes them into the parquet
+    scans, which skip the row groups of older commits and times; as scalar subqueries they were
+    not pushed, and every bronze event ever landed was read. In a unit test the plan is a fixture,
+    so the bounds stay subqueries there. -#}
+{%- set planned_relation = ref('int_timer_tasks_planned') -%}
+{%- if execute and model.resource_type != 'unit_test' -%}
+    {%- set bounds = run_query(
+        'select max(previous_processed_ingest_id), min(replay_min_ts_ms) from '
+        ~ planned_relation ~ ' where is_changed'
+    ).rows[0] -%}
+    {%- if bounds[1] is none -%}
+        {%- set replayed = 'false  -- no task changed' -%}
+    {%- else -%}
+        {%- set replayed = 'ingest_id > cast(' ~ (bounds[0] | int) ~ ' as bigint) or ts_ms >= cast('
+            ~ (bounds[1] | int) ~ ' as bigint)' -%}
+    {%- endif -%}
+{%- else -%}
+    {%- set of_plan = 'from ' ~ planned_relation ~ ' where is_changed' -%}
+    {%- set replayed = 'ingest_id > (select max(previous_processed_ingest_id) ' ~ of_plan
+        ~ ') or ts_ms >= (select min(replay_min_ts_ms) ' ~ of_plan ~ ')' -%}
+{%- endif %}
 
 with
 
@@ -23,33 +46,17 @@ planned as (
 
 ),
 
-replay_bounds as (
-
-    -- Every replayed event landed after the last checkpoint or has a ts_ms at or after the
-    -- smallest one among the checkpointed events after the anchors; Spark pushes both bounds into
-    -- the parquet scans, which then skip the files (row groups) of older commits and times.
-    select
-        max(previous_processed_ingest_id) as processed_ingest_id,
-        min(replay_min_ts_ms) as min_ts_ms
-    from planned
-
-),
-
 bronze_timer_events as (
 
     select * from {{ source('bronze', 'timer_events') }}
-    where
-        ingest_id > (select processed_ingest_id from replay_bounds)
-        or ts_ms >= (select min_ts_ms from replay_bounds)
+    where {{ replayed }}
 
 ),
 
 bronze_watermark_events as (
 
     select * from {{ source('bronze', 'watermark_events') }}
-    where
-        ingest_id > (select processed_ingest_id from replay_bounds)
-        or ts_ms >= (select min_ts_ms from replay_bounds)
+    where {{ replayed }}
 
 ),
 
