@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import pyarrow.dataset as ds
@@ -32,9 +35,30 @@ class Result:
         return self
 
 
+@cache
+def saved_parse() -> Path:
+    """dbt's saved parse of the project (``partial_parse.msgpack``), made once per test process.
+
+    Every test's dbt target folder starts from a copy, so its first dbt command parses only what
+    the test changes (vars, target) instead of the whole project: 3.0 s instead of 5.6 s a
+    command, and the suite runs a few dozen. The project reads no ``TIDEMARK_LAKE``, so one parse
+    serves every lake.
+    """
+    target = Path(tempfile.mkdtemp(prefix="tidemark-dbt-parse-"))
+    env = {**os.environ, "DBT_TARGET_PATH": str(target), "DBT_LOG_PATH": str(target / "logs")}
+    env["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
+    subprocess.run(
+        [str(BIN / "dbt"), "parse"], cwd=ROOT, env=env, capture_output=True, check=True, timeout=300
+    )
+    return target / "partial_parse.msgpack"
+
+
 def environment(lake: Lake, **extra: str) -> dict[str, str]:
     env = dict(os.environ)
     work = lake.root.parent / ".dbt"
+    if not (work / "target").exists():
+        (work / "target").mkdir(parents=True)
+        shutil.copy(saved_parse(), work / "target")
     env.update(
         {
             "TIDEMARK_LAKE": str(lake.root),
