@@ -4,7 +4,7 @@
     would keep them: this drops it. After the insert, a row of a fed task after its resume point
     that this run did not write is such a stale row, and every partition holding one holds
     nothing else. `keys` are the mart's key columns after the task's four, `time_column` the
-    column of int_valve_outputs_computed that places a row in its hour, `where` the filter on
+    column of int_valve_outputs_computed that places a row in its partition, `where` the filter on
     int_valve_outputs_computed that gives the mart's rows, and `sources` maps a key to its
     column there when the names differ.
 -#}
@@ -15,7 +15,8 @@
             select distinct
                 concat(
                     "job_id = '", replace(existing.job_id, "'", "\\'"),
-                    "', hour_at = timestamp'", date_format(existing.hour_at, 'yyyy-MM-dd HH:mm:ss'), "'"
+                    "', hour_at = timestamp'", date_format(existing.hour_at, 'yyyy-MM-dd HH:mm:ss'),
+                    "', minute_slice = ", existing.minute_slice
                 ) as partition_spec
             from {{ this }} as existing
             inner join (
@@ -32,12 +33,13 @@
                     {%- for key in task + keys %}
                     {{ sources.get(key, key) }} as {{ key }},
                     {%- endfor %}
-                    {{ tidemark_hour_at(time_column) }} as hour_at
+                    {{ tidemark_hour_at(time_column) }} as hour_at,
+                    {{ tidemark_minute_slice(time_column) }} as minute_slice
                 from {{ ref('int_valve_outputs_computed') }}
                 where {{ where }}
             ) as fresh
                 on
-                    {%- for key in task + keys + ['hour_at'] %}
+                    {%- for key in task + keys + ['hour_at', 'minute_slice'] %}
                     {{ 'and ' if not loop.first }}existing.{{ key }} = fresh.{{ key }}
                     {%- endfor %}
             where existing.seq > runs.resumed_after_seq

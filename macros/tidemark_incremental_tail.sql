@@ -1,7 +1,8 @@
 {#-
     The rows an incremental model of the gauge or valve pipeline writes, in both kinds of run.
 
-    Incremental run (insert_overwrite of (job_id, hour_at) partitions): the rows of `recomputed`,
+    Incremental run (insert_overwrite of (job_id, hour_at, minute_slice) partitions): the rows of
+    `recomputed`,
     plus the rows of this model's table in the partitions the run rewrites that `replaced` does
     not replace. A table row is replaced when it matches a row of `replaced` on `keys` and
     satisfies `since`, SQL over the aliases `kept` and `replaced` (none: the keys alone). The run
@@ -34,6 +35,12 @@
         {%- set columns = none -%}
     {%- else -%}
         {%- set columns = adapter.get_columns_in_relation(this) | map(attribute='name') | list -%}
+        {%- if 'minute_slice' not in columns -%}
+            {{ exceptions.raise_compiler_error(
+                this ~ ' is partitioned by hour only, as before ten-minute slices: rebuild it and '
+                ~ 'the models it is built with, e.g. dbt build --full-refresh (CHANGELOG)'
+            ) }}
+        {%- endif -%}
     {%- endif -%}
     {%- set conditions = [] -%}
     {%- for key in keys -%}
@@ -49,10 +56,10 @@
     select {{ 'kept.' ~ columns | join(', kept.') if columns else 'kept.*' }}
     from {{ this }} as kept
     left semi join (
-        select job_id, hour_at from {{ recomputed }}
+        select job_id, hour_at, minute_slice from {{ recomputed }}
         {%- if rewrite_replaced %}
         union
-        select kept.job_id, kept.hour_at
+        select kept.job_id, kept.hour_at, kept.minute_slice
         from {{ this }} as kept
         left semi join {{ replaced }} as replaced
             on
@@ -60,7 +67,10 @@
         {{ of_jobs }}
         {%- endif %}
     ) as touched
-        on kept.job_id = touched.job_id and kept.hour_at = touched.hour_at
+        on
+            kept.job_id = touched.job_id
+            and kept.hour_at = touched.hour_at
+            and kept.minute_slice = touched.minute_slice
     left anti join {{ replaced }} as replaced
         on
             {{ is_replaced }}

@@ -2,7 +2,7 @@
     config(
         materialized='incremental',
         incremental_strategy='insert_overwrite',
-        partition_by=['job_id', 'hour_at'],
+        partition_by=['job_id', 'hour_at', 'minute_slice'],
     )
 }}
 {#-
@@ -12,9 +12,9 @@
     milliseconds; kept here because a run replays a task from a checkpointed second that can lie
     inside a sampling, and the sampling's ratio needs its earlier seconds too
     (fct_vertex_sampled_backpressure sums them). Incremental like fct_subtask_seconds: a run
-    rewrites the (job_id, hour_at) partitions holding replayed seconds. Which samplings exist
-    depends on the legacy_backpressure_* vars, so a run with other vars than the table's fails
-    (tidemark_assert_sampling_unchanged) and a full refresh rebuilds it.
+    rewrites the (job_id, hour_at, minute_slice) partitions holding replayed seconds. Which
+    samplings exist depends on the legacy_backpressure_* vars, so a run with other vars than the
+    table's fails (tidemark_assert_sampling_unchanged) and a full refresh rebuilds it.
 -#}
 {%- set sampling = tidemark_backpressure_sampling() -%}
 {%- do tidemark_assert_sampling_unchanged() %}
@@ -48,7 +48,8 @@ recomputed as (
         {{ sampling.refresh_ms }} as refresh_interval_ms,
         {{ sampling.num_samples }} as num_samples,
         {{ sampling.delay_ms }} as delay_between_samples_ms,
-        hour_at
+        hour_at,
+        minute_slice
     from replayed_seconds
     where samples_taken > 0
 

@@ -2,7 +2,7 @@
     config(
         materialized='incremental',
         incremental_strategy='insert_overwrite',
-        partition_by=['job_id', 'hour_at'],
+        partition_by=['job_id', 'hour_at', 'minute_slice'],
     )
 }}
 -- depends_on: {{ ref('fct_subtask_seconds') }}
@@ -43,7 +43,8 @@ recomputed as (
         is_idle_open,
         is_soft_backpressured_open,
         is_hard_backpressured_open,
-        hour_at
+        hour_at,
+        minute_slice
     from replayed_seconds
 
 ),

@@ -301,7 +301,8 @@ final as (
         is_busy_time_enabled,
         is_replayed_from_start,
         processed_ingest_id,
-        {{ tidemark_hour_at('second_start_ms') }} as hour_at
+        {{ tidemark_hour_at('second_start_ms') }} as hour_at,
+        {{ tidemark_minute_slice('second_start_ms') }} as minute_slice
     from sampled_seconds
 
 )

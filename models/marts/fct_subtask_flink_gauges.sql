@@ -2,7 +2,7 @@
     config(
         materialized='incremental',
         incremental_strategy='insert_overwrite',
-        partition_by=['job_id', 'hour_at'],
+        partition_by=['job_id', 'hour_at', 'minute_slice'],
     )
 }}
 {#-
@@ -355,7 +355,8 @@ recomputed as (
         cast(null as bigint) as published_soft_back_pressured_time_ms_per_second,
         cast(null as bigint) as published_hard_back_pressured_time_ms_per_second,
         update_ms - {{ slots * 5000 }} as window_from_ms,
-        {{ tidemark_hour_at('update_ms') }} as hour_at
+        {{ tidemark_hour_at('update_ms') }} as hour_at,
+        {{ tidemark_minute_slice('update_ms') }} as minute_slice
     from published
 
 ),
@@ -505,7 +506,8 @@ captured as (
         carried_passes.published_soft_back_pressured_time_ms_per_second,
         carried_passes.published_hard_back_pressured_time_ms_per_second,
         carried_passes.window_from_ms,
-        {{ tidemark_hour_at('carried_passes.update_ms') }} as hour_at
+        {{ tidemark_hour_at('carried_passes.update_ms') }} as hour_at,
+        {{ tidemark_minute_slice('carried_passes.update_ms') }} as minute_slice
     from carried_passes
     left join planned
         on
@@ -568,7 +570,8 @@ rounds_checked as (
         all_rounds.published_idle_time_ms_per_second,
         all_rounds.published_soft_back_pressured_time_ms_per_second,
         all_rounds.published_hard_back_pressured_time_ms_per_second,
-        all_rounds.hour_at
+        all_rounds.hour_at,
+        all_rounds.minute_slice
     from all_rounds
     left join not_exact_rounds
         on

@@ -2,13 +2,13 @@
     config(
         materialized='incremental',
         incremental_strategy='insert_overwrite',
-        partition_by=['job_id', 'hour_at'],
+        partition_by=['job_id', 'hour_at', 'minute_slice'],
     )
 }}
 {#-
     Contract §4: per task and second, the milliseconds inside effective TimerGauge measurements
-    and what they add up to. Incremental runs rewrite the (job_id, hour_at) partitions holding
-    replayed seconds: the replayed rows plus the partitions' other rows as they were.
+    and what they add up to. Incremental runs rewrite the (job_id, hour_at, minute_slice) partitions
+    holding replayed seconds: the replayed rows plus the partitions' other rows as they were.
 -#}
 
 with
@@ -86,7 +86,8 @@ recomputed as (
         replayed_seconds.second_start_ms + 1000 <= replayed_seconds.horizon_ms as is_complete,
         -- Not exact where a capture gap leaves a gauge's state unknown (int_capture_gaps_spanned).
         not_exact_seconds.second_start_ms is null as is_exact,
-        replayed_seconds.hour_at
+        replayed_seconds.hour_at,
+        replayed_seconds.minute_slice
     from replayed_seconds
     left join not_exact_seconds
         on

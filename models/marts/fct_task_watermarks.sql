@@ -10,7 +10,7 @@
     config(
         materialized='incremental',
         incremental_strategy='insert_overwrite',
-        partition_by=['job_id', 'hour_at'],
+        partition_by=['job_id', 'hour_at', 'minute_slice'],
         post_hook=[drop_emptied_partitions],
     )
 }}
@@ -19,7 +19,7 @@
     watermark or status (C1-C5: the min over the inputs that are not idle, idle only when all
     are), valid from that change until the next. A one-input task's clock is its valve's output.
     Incremental runs recompute a task from its last change before the resume point (whose
-    valid_to_ms may move) and rewrite the (job_id, hour_at) partitions involved
+    valid_to_ms may move) and rewrite the (job_id, hour_at, minute_slice) partitions involved
     (docs/decisions/0005-valve-incremental.md).
 -#}
 
@@ -159,7 +159,8 @@ timeline as (
         last_value(watermark_ms, true) over running as watermark_ms,
         coalesce(last_value(is_idle, true) over running, false) as is_idle,
         last_value(progress_ms, true) over running as last_progress_ms,
-        {{ tidemark_hour_at('valid_from_ms') }} as hour_at
+        {{ tidemark_hour_at('valid_from_ms') }} as hour_at,
+        {{ tidemark_minute_slice('valid_from_ms') }} as minute_slice
     from points
     window running as (
         partition by job_id, vertex_id, subtask_index, attempt

@@ -7,15 +7,15 @@
     config(
         materialized='incremental',
         incremental_strategy='insert_overwrite',
-        partition_by=['job_id', 'hour_at'],
+        partition_by=['job_id', 'hour_at', 'minute_slice'],
         post_hook=[drop_emptied_partitions],
     )
 }}
 {#-
     Contract §4: every output of every StatusWatermarkValve (W1-W4, S1-S3), per task input, fed
     its watermark and watermark_status events in seq order. Incremental runs rewrite the
-    (job_id, hour_at) partitions holding rows this run recomputed: the recomputed rows plus the
-    partitions' other rows as they were (docs/decisions/0005-valve-incremental.md).
+    (job_id, hour_at, minute_slice) partitions holding rows this run recomputed: the recomputed rows
+    plus the partitions' other rows as they were (docs/decisions/0005-valve-incremental.md).
 -#}
 
 with
@@ -40,7 +40,8 @@ recomputed as (
         kind,
         watermark_ms,
         status,
-        {{ tidemark_hour_at('ts_ms') }} as hour_at
+        {{ tidemark_hour_at('ts_ms') }} as hour_at,
+        {{ tidemark_minute_slice('ts_ms') }} as minute_slice
     from valve_outputs
     where row_kind = 'emission'
 

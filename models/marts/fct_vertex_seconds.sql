@@ -2,7 +2,7 @@
     config(
         materialized='incremental',
         incremental_strategy='insert_overwrite',
-        partition_by=['job_id', 'hour_at'],
+        partition_by=['job_id', 'hour_at', 'minute_slice'],
     )
 }}
 {#-
@@ -145,7 +145,8 @@ recomputed as (
                 then {{ tidemark_ui_percent('max_busy_ms') }}
         end as busy_pct,
         is_complete,
-        {{ tidemark_hour_at('second_start_ms') }} as hour_at
+        {{ tidemark_hour_at('second_start_ms') }} as hour_at,
+        {{ tidemark_minute_slice('second_start_ms') }} as minute_slice
     from aggregated
 
 ),

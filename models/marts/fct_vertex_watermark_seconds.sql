@@ -2,7 +2,7 @@
     config(
         materialized='incremental',
         incremental_strategy='insert_overwrite',
-        partition_by=['job_id', 'hour_at'],
+        partition_by=['job_id', 'hour_at', 'minute_slice'],
     )
 }}
 {#-
@@ -127,7 +127,8 @@ with_lag as (
         slowest_subtask_index,
         is_idle,
         is_complete,
-        {{ tidemark_hour_at('second_start_ms') }} as hour_at
+        {{ tidemark_hour_at('second_start_ms') }} as hour_at,
+        {{ tidemark_minute_slice('second_start_ms') }} as minute_slice
     from recomputed
 
 ),

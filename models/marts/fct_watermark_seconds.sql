@@ -2,7 +2,7 @@
     config(
         materialized='incremental',
         incremental_strategy='insert_overwrite',
-        partition_by=['job_id', 'hour_at'],
+        partition_by=['job_id', 'hour_at', 'minute_slice'],
     )
 }}
 {#-
@@ -10,7 +10,7 @@
     largest (over its watermark and watermark_status events): the task's clock at the end of the
     second (fct_task_watermarks), its lag behind that instant, and whether it is idle or stalled.
     Incremental runs recompute each fed task from the second of its resume point (or of a new
-    first second) and rewrite the (job_id, hour_at) partitions involved.
+    first second) and rewrite the (job_id, hour_at, minute_slice) partitions involved.
 -#}
 {%- set stall_ms = (var('watermark_stall_s', 10) | int) * 1000 -%}
 
@@ -148,7 +148,8 @@ recomputed as (
         >= {{ stall_ms }} as is_stalled,
         carried.last_progress_ms,
         carried.second_start_ms + 1000 <= runs.horizon_ms as is_complete,
-        {{ tidemark_hour_at('carried.second_start_ms') }} as hour_at
+        {{ tidemark_hour_at('carried.second_start_ms') }} as hour_at,
+        {{ tidemark_minute_slice('carried.second_start_ms') }} as minute_slice
     from carried
     inner join runs
         on

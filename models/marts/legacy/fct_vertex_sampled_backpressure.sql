@@ -2,7 +2,7 @@
     config(
         materialized='incremental',
         incremental_strategy='insert_overwrite',
-        partition_by=['job_id', 'hour_at'],
+        partition_by=['job_id', 'hour_at', 'minute_slice'],
     )
 }}
 {#-
@@ -209,7 +209,8 @@ recomputed as (
         {{ sampling.refresh_ms }} as refresh_interval_ms,
         {{ sampling.num_samples }} as num_samples,
         {{ sampling.delay_ms }} as delay_between_samples_ms,
-        {{ tidemark_hour_at('sampling_start_ms') }} as hour_at
+        {{ tidemark_hour_at('sampling_start_ms') }} as hour_at,
+        {{ tidemark_minute_slice('sampling_start_ms') }} as minute_slice
     from subtask_ratios
     group by job_id, vertex_id, sampling_start_ms
 
