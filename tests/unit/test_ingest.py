@@ -7,6 +7,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
@@ -24,7 +26,7 @@ from tests.events import (
 from tidemark.ingest import landing
 from tidemark.ingest.landing import IngestReport, ingest
 from tidemark.ingest.schema import TIMER_EVENTS
-from tidemark.ingest.summary import BronzeSummary
+from tidemark.ingest.summary import BronzeSummary, Generations
 from tidemark.lake import Lake
 
 
@@ -370,6 +372,64 @@ def test_a_later_block_with_a_lower_seq_reads_the_range_below(
     assert (report.accepted, report.duplicates, report.quarantined) == (3, 2, 1)
     assert read == [2, 5]  # seqs 8-9, then 3-7: every landed row once
     assert sorted(r["seq"] for r in rows(lake, "timer_events")) == list(range(13))
+
+
+def test_a_late_event_reads_back_only_the_last_ingests_files(tmp_path: Path, lake: Lake) -> None:
+    """Issue 11: a capture's late events repeat the tail of what the last ingests landed, so the
+    lookup reads those ingests' files, not the task's history: with the first ingest's data file
+    gone from disk, a late event of the last ingest is still judged. One from before the
+    generations the summary keeps reads everything (and here finds the file missing)."""
+    for n in range(6):  # six ingests, six generations; the summary keeps the last four
+        # a fast task and a slow one: every file's seqs span both, so no seq bound skips a file
+        batch = [timer(seq) for seq in range(10 * n, 10 * n + 10)] + [timer(n, subtask_index=1)]
+        ingest([write_jsonl(tmp_path / f"a{n}.jsonl", batch)], lake)
+    table = DeltaTable(str(lake.bronze_table("timer_events")))
+    first = [f for f in table.file_uris() if 0 in _seqs_of(f)]
+    assert len(first) == 1
+    Path(first[0].removeprefix("file://")).unlink()
+
+    late = [timer(55), timer(57, ts_ms=9), timer(60), timer(5, subtask_index=1)]
+    report = ingest([write_jsonl(tmp_path / "late.jsonl", late)], lake)
+    assert (report.accepted, report.duplicates, report.quarantined) == (1, 2, 1)
+
+    with pytest.raises(FileNotFoundError):
+        ingest([write_jsonl(tmp_path / "older.jsonl", [timer(5)])], lake)
+
+
+def _seqs_of(uri: str) -> set[int]:
+    return set(pq.read_table(uri.removeprefix("file://"), columns=["seq"])["seq"].to_pylist())
+
+
+def test_generations_bound_where_a_late_seq_can_have_landed() -> None:
+    """BronzeSummary.landed_since: the ingest from which on a seq at least this high can lie."""
+    ages = Generations()
+    assert ages.landed_since(0) is None  # nothing landed: no bound needed, none claimed
+    for ingest_id, highest in [(1, 9), (4, 19), (7, 29), (9, 39), (12, 49), (15, 59)]:
+        ages.add(ingest_id, highest)
+    assert (ages.ids, ages.max_seqs, ages.older_max_seq) == ([7, 9, 12, 15], [29, 39, 49, 59], 19)
+    assert ages.landed_since(55) == 15  # only the newest generation's rows reach 55
+    assert ages.landed_since(50) == 15
+    assert ages.landed_since(49) == 12
+    assert ages.landed_since(20) == 7
+    assert ages.landed_since(19) is None  # older rows than the kept generations reach 19
+    out_of_order = Generations([7, 3], [29, 39], None)  # a table first read whole, later
+    assert out_of_order.landed_since(35) == 3
+
+
+def test_a_summary_of_the_layout_before_generations_is_rebuilt(tmp_path: Path, lake: Lake) -> None:
+    """A lake's summary written by an older tidemark (no generations) is rebuilt from bronze."""
+    ingest([write_jsonl(tmp_path / "a.jsonl", [timer(0), timer(1)])], lake)
+    old = pa.table(
+        {"job_id": ["job-1"], "vertex_id": ["v"], "subtask_index": [0], "attempt": [0],
+         "max_seq": [1], "input_index": pa.array([None], pa.int64()),
+         "num_channels": pa.array([None], pa.int64())},
+    ).replace_schema_metadata({"tidemark.versions": "{}", "tidemark.done": "{}"})  # fmt: skip
+    with pa.OSFile(str(lake.bronze_summary), "wb") as sink, pa.ipc.new_file(sink, old.schema) as w:
+        w.write_table(old)
+    report = ingest([write_jsonl(tmp_path / "b.jsonl", [timer(1), timer(2)])], lake)
+    assert (report.accepted, report.duplicates) == (1, 1)
+    summary = BronzeSummary.load(lake.bronze_summary)
+    assert [ages.max_seqs for ages in summary.generations.values()] == [[1]]  # as of b's start
 
 
 def test_new_events_below_a_tasks_highest_seq_land(tmp_path: Path, lake: Lake) -> None:

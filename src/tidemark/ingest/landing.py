@@ -223,8 +223,9 @@ def open_index(summary: BronzeSummary, tables: dict[str, DeltaTable]) -> Identit
     """An identity index that loads a task's landed events only when a new one might repeat one.
 
     Its cost follows the new data: ``summary`` is up to date (brought so from the data files added
-    since the last ingest), most tasks' new events are simply above their highest seq, and only
-    the vertex records of the jobs a file describes are read.
+    since the last ingest), most tasks' new events are simply above their highest seq, a late one
+    is looked up in the files of the last few ingests only (``BronzeSummary.landed_since``), and
+    only the vertex records of the jobs a file describes are read.
     """
 
     def load(bounds: dict[Task, tuple[int, int | None]]) -> pa.Table:
@@ -232,6 +233,9 @@ def open_index(summary: BronzeSummary, tables: dict[str, DeltaTable]) -> Identit
         highs = [high for _, high in bounds.values()]
         if None not in highs:
             where &= ds.field("seq") < max(highs)
+        since = [summary.landed_since(task, low) for task, (low, _) in bounds.items()]
+        if None not in since:  # only the last ingests' files, not the tasks' whole history
+            where &= ds.field("ingest_id") >= min(since)
         for position, name in enumerate(IDENTITY[:4]):
             where &= ds.field(name).isin(sorted({t[position] for t in bounds}))
         found = []

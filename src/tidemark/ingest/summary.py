@@ -40,10 +40,53 @@ _SCHEMA = pa.schema(
         ("subtask_index", pa.int64()),
         ("attempt", pa.int64()),
         ("max_seq", pa.int64()),
+        # the task's last generations (oldest first): their lowest ingest_id and highest seq
+        ("generation_ingest_ids", pa.list_(pa.int64())),
+        ("generation_max_seqs", pa.list_(pa.int64())),
+        ("older_max_seq", pa.int64()),  # highest seq of the generations before those; null: none
         ("input_index", pa.int64()),  # null: the task's row; else one input's channels
         ("num_channels", pa.int64()),
     ]
 )
+GENERATIONS = 4  # kept per task: a late event seldom reaches back more than a few ingests
+
+
+@dataclass
+class Generations:
+    """Where a task's landed seqs lie in ingest order, in short.
+
+    A generation is what one update of the summary found (the commits of the ingests since the
+    last one); ``ids`` and ``max_seqs`` are the lowest ingest_id and the highest seq of the task's
+    last few generations, oldest first, and ``older_max_seq`` the highest seq before them.
+    """
+
+    ids: list[int] = field(default_factory=list)
+    max_seqs: list[int] = field(default_factory=list)
+    older_max_seq: int | None = None
+
+    def add(self, ingest_id: int, max_seq: int) -> None:
+        self.ids.append(ingest_id)
+        self.max_seqs.append(max_seq)
+        if len(self.ids) > GENERATIONS:
+            self.ids.pop(0)
+            dropped = self.max_seqs.pop(0)
+            older = self.older_max_seq
+            self.older_max_seq = dropped if older is None else max(older, dropped)
+
+    def landed_since(self, lowest_seq: int) -> int | None:
+        """An ingest_id from which on every landed seq of at least ``lowest_seq`` was landed
+        (None: rows of any age may have one): the lowest id of the generations from the newest one
+        whose predecessors all lie below ``lowest_seq``."""
+        before = self.older_max_seq
+        newest = None
+        for at, max_seq in enumerate(self.max_seqs):
+            if before is not None and before >= lowest_seq:
+                break
+            newest = at
+            before = max_seq if before is None else max(before, max_seq)
+        # ids grow from one generation to the next, but a table read whole for the first time
+        # brings old rows into a new generation: the lowest id from there on is always right
+        return None if newest is None else min(self.ids[newest:])
 
 
 @dataclass
@@ -51,6 +94,7 @@ class BronzeSummary:
     """The highest landed seq per task and the channels in force per (task, input)."""
 
     max_seq: dict[Task, int] = field(default_factory=dict)
+    generations: dict[Task, Generations] = field(default_factory=dict)
     channels: dict[Task, dict[int, int]] = field(default_factory=dict)
     done: dict[str, int] = field(default_factory=dict)  # ingest_log: sha256 -> lines read
     versions: dict[str, int] = field(default_factory=dict)  # per table: the version it reflects
@@ -79,12 +123,13 @@ class BronzeSummary:
         """Add the rows of the commits made to ``tables`` since: whether there were any; None when
         they cannot be followed (then the summary is left part-way and must be rebuilt)."""
         changed = False
+        found: dict[Task, tuple[int, int]] = {}  # this generation: lowest ingest_id, highest seq
         for name in TABLES:
             table = tables[name]
             current = table.version()
             known = self.versions.get(name)
             if known is None:  # never read: the whole snapshot
-                self._add(name, _batches(name, table.to_pyarrow_dataset()))
+                self._add(name, _batches(name, table.to_pyarrow_dataset()), found)
             elif known > current:
                 return None  # the table was made again
             elif known < current:
@@ -93,12 +138,17 @@ class BronzeSummary:
                     return None
                 if added:
                     schema = pa.schema(table.schema().to_arrow())
-                    self._add(name, _batches(name, ds.dataset(added, schema, format="parquet")))
+                    dataset = ds.dataset(added, schema, format="parquet")
+                    self._add(name, _batches(name, dataset), found)
             changed = changed or known != current
             self.versions[name] = current
+        for task, (lowest_id, highest) in found.items():
+            self.generations.setdefault(task, Generations()).add(lowest_id, highest)
         return changed
 
-    def _add(self, name: str, batches: Iterator[pa.RecordBatch]) -> None:
+    def _add(
+        self, name: str, batches: Iterator[pa.RecordBatch], found: dict[Task, tuple[int, int]]
+    ) -> None:
         for batch in batches:
             table = pa.Table.from_batches([batch])
             if table.num_rows == 0:
@@ -108,11 +158,16 @@ class BronzeSummary:
                 self.done.update(zip(shas, lines, strict=True))
                 continue
             keys = ["job_id", "vertex_id", "subtask_index", "attempt"]
-            for row in table.group_by(keys).aggregate([("seq", "max")]).to_pylist():
+            aggregates = [("seq", "max"), ("ingest_id", "min")]
+            for row in table.group_by(keys).aggregate(aggregates).to_pylist():
                 task = (row["job_id"], row["vertex_id"], row["subtask_index"], row["attempt"])
-                highest = row["seq_max"]
+                highest, lowest_id = row["seq_max"], row["ingest_id_min"]
                 if self.max_seq.get(task, -1) < highest:
                     self.max_seq[task] = highest
+                before = found.get(task)
+                if before is not None:
+                    lowest_id, highest = min(before[0], lowest_id), max(before[1], highest)
+                found[task] = (lowest_id, highest)
             if "num_channels" not in table.column_names:
                 continue
             with_channels = table.filter(pc.is_valid(table["num_channels"]))
@@ -146,12 +201,13 @@ class BronzeSummary:
             return cls()
         summary = cls(versions=versions, done=done)
         rows = table.to_pydict()
-        for job, vertex, subtask, attempt, highest, input_index, channels in zip(
+        for job, vertex, subtask, attempt, highest, ids, seqs, older, input_index, channels in zip(
             *(rows[name] for name in _SCHEMA.names), strict=True
         ):
             task = (job, vertex, subtask, attempt)
             if input_index is None:
                 summary.max_seq[task] = highest
+                summary.generations[task] = Generations(ids, seqs, older)
             else:
                 summary.channels.setdefault(task, {})[input_index] = channels
         return summary
@@ -159,15 +215,16 @@ class BronzeSummary:
     def save(self, path: Path) -> None:
         columns: dict[str, list[object]] = {name: [] for name in _SCHEMA.names}
 
-        def row(task: Task, highest: int | None, input_index: int | None, n: int | None) -> None:
-            for name, value in zip(_SCHEMA.names, (*task, highest, input_index, n), strict=True):
+        def row(task: Task, *values: object) -> None:
+            for name, value in zip(_SCHEMA.names, (*task, *values), strict=True):
                 columns[name].append(value)
 
         for task, highest in self.max_seq.items():
-            row(task, highest, None, None)
+            ages = self.generations[task]
+            row(task, highest, ages.ids, ages.max_seqs, ages.older_max_seq, None, None)
         for task, inputs in self.channels.items():
             for input_index, n in inputs.items():
-                row(task, None, input_index, n)
+                row(task, None, None, None, None, input_index, n)
         schema = _SCHEMA.with_metadata(
             {
                 "tidemark.versions": json.dumps(self.versions),
@@ -186,6 +243,16 @@ class BronzeSummary:
         """True when an event of ``task`` with a seq this low may repeat a landed identity."""
         highest = self.max_seq.get(task)
         return highest is not None and lowest_seq <= highest
+
+    def landed_since(self, task: Task, lowest_seq: int) -> int | None:
+        """An ingest_id from which on every landed row of ``task`` with a seq of at least
+        ``lowest_seq`` was landed; None when rows of any age may have one.
+
+        A capture's late events repeat the tail of what the last ingests landed, so the rows an
+        identity check needs are theirs, not the task's whole history.
+        """
+        ages = self.generations.get(task)
+        return None if ages is None else ages.landed_since(lowest_seq)
 
 
 def _added_files(root: Path, first: int, last: int) -> list[str] | None:
@@ -223,7 +290,8 @@ def _batches(table: str, dataset: ds.Dataset) -> Iterator[pa.RecordBatch]:
     if table == "ingest_log":
         columns = ["source_sha256", "lines_read"]
     else:
-        columns = IDENTITY + [c for c in ("input_index", "num_channels") if c in names]
+        columns = [*IDENTITY, "ingest_id"]
+        columns += [c for c in ("input_index", "num_channels") if c in names]
     yield from dataset.to_batches(columns=columns, batch_size=1 << 20)
 
 
