@@ -136,7 +136,8 @@ resume_points as (
         coalesce(max(checkpoints.seq), -1) as resumed_after_seq,
         max_by(checkpoints.state, checkpoints.seq) as state,
         max_by(checkpoints.first_ms, checkpoints.seq) as resumed_first_ms,
-        max_by(checkpoints.effective_ms, checkpoints.seq) as resumed_effective_ms
+        max_by(checkpoints.effective_ms, checkpoints.seq) as resumed_effective_ms,
+        max_by(checkpoints.task_inputs, checkpoints.seq) as resumed_task_inputs
     from tasks_to_run
     left join checkpoints
         on
@@ -173,37 +174,14 @@ resume_points as (
         cast(-1 as bigint) as resumed_after_seq,
         cast(null as string) as state,
         cast(null as bigint) as resumed_first_ms,
-        cast(null as bigint) as resumed_effective_ms
+        cast(null as bigint) as resumed_effective_ms,
+        cast(null as array<int>) as resumed_task_inputs
     from valve_inputs
     group by job_id, vertex_id, subtask_index, attempt
 
 ),
 
 {% endif %}
-
-task_inputs as (
-
-    -- Every input each task ever uses, over all its events.
-    select
-        valve_inputs.job_id,
-        valve_inputs.vertex_id,
-        valve_inputs.subtask_index,
-        valve_inputs.attempt,
-        sort_array(collect_set(valve_inputs.input_index)) as task_inputs
-    from valve_inputs
-    left semi join resume_points
-        on
-            valve_inputs.job_id = resume_points.job_id
-            and valve_inputs.vertex_id = resume_points.vertex_id
-            and valve_inputs.subtask_index = resume_points.subtask_index
-            and valve_inputs.attempt = resume_points.attempt
-    group by
-        valve_inputs.job_id,
-        valve_inputs.vertex_id,
-        valve_inputs.subtask_index,
-        valve_inputs.attempt
-
-),
 
 fed_events as (
 
@@ -216,6 +194,37 @@ fed_events as (
             and valve_inputs.subtask_index = resume_points.subtask_index
             and valve_inputs.attempt = resume_points.attempt
     where valve_inputs.seq > resume_points.resumed_after_seq
+
+),
+
+task_inputs as (
+
+    -- Every input each task ever uses: those of the events it is fed, and those its resume
+    -- checkpoint knew (that run read every event then landed; any landed since lies after the
+    -- resume point, or the task would resume from an earlier checkpoint). No read of the
+    -- task's whole history.
+    select
+        fed_inputs.job_id,
+        fed_inputs.vertex_id,
+        fed_inputs.subtask_index,
+        fed_inputs.attempt,
+        sort_array(
+            array_union(
+                coalesce(resume_points.resumed_task_inputs, cast(array() as array<int>)),
+                fed_inputs.inputs
+            )
+        ) as task_inputs
+    from (
+        select job_id, vertex_id, subtask_index, attempt, collect_set(input_index) as inputs
+        from fed_events
+        group by job_id, vertex_id, subtask_index, attempt
+    ) as fed_inputs
+    inner join resume_points
+        on
+            fed_inputs.job_id = resume_points.job_id
+            and fed_inputs.vertex_id = resume_points.vertex_id
+            and fed_inputs.subtask_index = resume_points.subtask_index
+            and fed_inputs.attempt = resume_points.attempt
 
 ),
 
