@@ -2,8 +2,7 @@
     The rows an incremental model of the gauge or valve pipeline writes, in both kinds of run.
 
     Incremental run (insert_overwrite of (job_id, hour_at, minute_slice) partitions): the rows of
-    `recomputed`,
-    plus the rows of this model's table in the partitions the run rewrites that `replaced` does
+    `recomputed`, plus the rows of this model's table in the partitions the run rewrites that `replaced` does
     not replace. A table row is replaced when it matches a row of `replaced` on `keys` and
     satisfies `since`, SQL over the aliases `kept` and `replaced` (none: the keys alone). The run
     rewrites the partitions of `recomputed`, and with `rewrite_replaced` those of the replaced

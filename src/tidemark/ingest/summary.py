@@ -39,7 +39,6 @@ _SCHEMA = pa.schema(
         ("vertex_id", pa.string()),
         ("subtask_index", pa.int64()),
         ("attempt", pa.int64()),
-        ("max_seq", pa.int64()),
         # the task's last generations (oldest first): their lowest ingest_id and highest seq
         ("generation_ingest_ids", pa.list_(pa.int64())),
         ("generation_max_seqs", pa.list_(pa.int64())),
@@ -73,6 +72,12 @@ class Generations:
             older = self.older_max_seq
             self.older_max_seq = dropped if older is None else max(older, dropped)
 
+    @property
+    def max_seq(self) -> int:
+        """The task's highest landed seq."""
+        older = self.older_max_seq
+        return max(self.max_seqs) if older is None else max(older, *self.max_seqs)
+
     def landed_since(self, lowest_seq: int) -> int | None:
         """An ingest_id from which on every landed seq of at least ``lowest_seq`` was landed
         (None: rows of any age may have one): the lowest id of the generations from the newest one
@@ -91,9 +96,9 @@ class Generations:
 
 @dataclass
 class BronzeSummary:
-    """The highest landed seq per task and the channels in force per (task, input)."""
+    """Per task where its landed seqs lie (its generations, and so its highest seq), and the
+    channels in force per (task, input)."""
 
-    max_seq: dict[Task, int] = field(default_factory=dict)
     generations: dict[Task, Generations] = field(default_factory=dict)
     channels: dict[Task, dict[int, int]] = field(default_factory=dict)
     done: dict[str, int] = field(default_factory=dict)  # ingest_log: sha256 -> lines read
@@ -162,8 +167,6 @@ class BronzeSummary:
             for row in table.group_by(keys).aggregate(aggregates).to_pylist():
                 task = (row["job_id"], row["vertex_id"], row["subtask_index"], row["attempt"])
                 highest, lowest_id = row["seq_max"], row["ingest_id_min"]
-                if self.max_seq.get(task, -1) < highest:
-                    self.max_seq[task] = highest
                 before = found.get(task)
                 if before is not None:
                     lowest_id, highest = min(before[0], lowest_id), max(before[1], highest)
@@ -201,12 +204,11 @@ class BronzeSummary:
             return cls()
         summary = cls(versions=versions, done=done)
         rows = table.to_pydict()
-        for job, vertex, subtask, attempt, highest, ids, seqs, older, input_index, channels in zip(
+        for job, vertex, subtask, attempt, ids, seqs, older, input_index, channels in zip(
             *(rows[name] for name in _SCHEMA.names), strict=True
         ):
             task = (job, vertex, subtask, attempt)
             if input_index is None:
-                summary.max_seq[task] = highest
                 summary.generations[task] = Generations(ids, seqs, older)
             else:
                 summary.channels.setdefault(task, {})[input_index] = channels
@@ -219,12 +221,11 @@ class BronzeSummary:
             for name, value in zip(_SCHEMA.names, (*task, *values), strict=True):
                 columns[name].append(value)
 
-        for task, highest in self.max_seq.items():
-            ages = self.generations[task]
-            row(task, highest, ages.ids, ages.max_seqs, ages.older_max_seq, None, None)
+        for task, ages in self.generations.items():
+            row(task, ages.ids, ages.max_seqs, ages.older_max_seq, None, None)
         for task, inputs in self.channels.items():
             for input_index, n in inputs.items():
-                row(task, None, None, None, None, input_index, n)
+                row(task, None, None, None, input_index, n)
         schema = _SCHEMA.with_metadata(
             {
                 "tidemark.versions": json.dumps(self.versions),
@@ -241,8 +242,8 @@ class BronzeSummary:
     # -- questions ---------------------------------------------------------------------------
     def may_repeat(self, task: Task, lowest_seq: int) -> bool:
         """True when an event of ``task`` with a seq this low may repeat a landed identity."""
-        highest = self.max_seq.get(task)
-        return highest is not None and lowest_seq <= highest
+        ages = self.generations.get(task)
+        return ages is not None and lowest_seq <= ages.max_seq
 
     def landed_since(self, task: Task, lowest_seq: int) -> int | None:
         """An ingest_id from which on every landed row of ``task`` with a seq of at least
