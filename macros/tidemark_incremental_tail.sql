@@ -7,7 +7,10 @@
     satisfies `since`, SQL over the aliases `kept` and `replaced` (none: the keys alone). The run
     rewrites the partitions of `recomputed`, and with `rewrite_replaced` those of the replaced
     rows too, for a model whose recomputation can leave fewer rows than it replaces. `jobs`, a
-    relation with job_id, limits the table's rows read to its jobs. Both sides select the
+    relation with job_id, limits the table's rows read to its jobs. `replaced_from`, an aggregate
+    over `replaced`, is the earliest epoch ms of any row the run writes or replaces (on the time
+    axis of the table's partitions): the table is read from the partitions that can hold such a
+    row on, not over its whole history (NULL: every partition). Both sides select the
     table's columns by name, in the table's order: Spark moves partition columns to the end of
     a table, so `select *` would not line up. In a unit test `this` is its fixture, whose columns
     are in the model's order, so `*` lines up.
@@ -27,7 +30,8 @@
     keys=['job_id', 'vertex_id', 'subtask_index', 'attempt'],
     jobs=none,
     rewrite_replaced=false,
-    plan='gauge'
+    plan='gauge',
+    replaced_from='min(replay_from_second_ms)'
 ) -%}
 {%- if is_incremental() -%}
     {%- if this is string -%}
@@ -47,7 +51,11 @@
     {%- endfor -%}
     {%- do conditions.append('(' ~ since ~ ')') if since -%}
     {%- set is_replaced = conditions | join('\n            and ') -%}
-    {%- set of_jobs = 'where kept.job_id in (select job_id from ' ~ jobs ~ ')' if jobs -%}
+    {%- set filters = [
+        tidemark_partitions_from('kept', '(select ' ~ replaced_from ~ ' from ' ~ replaced ~ ')')
+    ] -%}
+    {%- do filters.append('kept.job_id in (select job_id from ' ~ jobs ~ ')') if jobs -%}
+    {%- set of_jobs = 'where ' ~ filters | join('\n        and ') -%}
 
     select {{ columns | join(', ') if columns else '*' }}
     from {{ recomputed }}

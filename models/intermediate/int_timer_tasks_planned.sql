@@ -33,7 +33,7 @@
         'select coalesce(max(processed_ingest_id), -1) from ' ~ tasks_checkpoint
     ) -%}
     {%- set processed_ingest_id = 'cast(' ~ (progress.columns[0].values()[0] | int) ~ ' as bigint)' -%}
-    {#- The checkpointed hours an anchor can be in (the seconds' partitions the plan reads): from
+    {#- The checkpointed partitions an anchor can be in (the seconds' partitions the plan reads): from
         the earliest horizon of a task with new events, minus the lookback (and minus a minute,
         for the first look). -#}
     {%- set search_window = run_query(
@@ -232,8 +232,7 @@ resumable_tasks as (
     where false  -- no checkpointed task has new events
     {%- else -%}
     where
-        checkpointed_seconds.hour_at
-        >= {{ tidemark_hour_at('cast(' ~ (from_ms | int) ~ ' as bigint)') }}
+        {{ tidemark_partitions_from('checkpointed_seconds', from_ms | int) }}
         {%- if look == 'near' %}
         and checkpointed_seconds.second_start_ms
         >= {{ look }}_tasks.previous_horizon_ms - {{ near_ms }}

@@ -213,9 +213,16 @@ task_inputs as (
                 coalesce(resume_points.resumed_task_inputs, cast(array() as array<int>)),
                 fed_inputs.inputs
             )
-        ) as task_inputs
+        ) as task_inputs,
+        fed_inputs.fed_from_ms
     from (
-        select job_id, vertex_id, subtask_index, attempt, collect_set(input_index) as inputs
+        select
+            job_id,
+            vertex_id,
+            subtask_index,
+            attempt,
+            collect_set(input_index) as inputs,
+            min(ts_ms) as fed_from_ms
         from fed_events
         group by job_id, vertex_id, subtask_index, attempt
     ) as fed_inputs
@@ -321,6 +328,7 @@ final as (
         valve_outputs.resumed_after_seq,
         valve_outputs.state,
         task_inputs.task_inputs,
+        task_inputs.fed_from_ms,
         resume_points.resumed_first_ms,
         resume_points.resumed_effective_ms,
         (select batch_id from progress) + 1 as batch_id,

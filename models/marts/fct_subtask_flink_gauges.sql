@@ -142,6 +142,10 @@ slot_seconds as (
             and subtask_seconds.subtask_index = window_tasks.subtask_index
             and subtask_seconds.attempt = window_tasks.attempt
             and subtask_seconds.second_start_ms >= window_tasks.window_from_update_ms - 5000
+    where
+        {{ tidemark_partitions_from(
+            'subtask_seconds', '(select min(window_from_update_ms) from window_tasks) - 5000'
+        ) }}
 
 ),
 
@@ -203,6 +207,7 @@ previous_rounds as (
             and existing.subtask_index = tasks.subtask_index
             and existing.attempt = tasks.attempt
             and existing.update_ms = tasks.dirty_from_update_ms - 5000
+    where {{ tidemark_partitions_from('existing', '(select min(dirty_from_update_ms) from tasks) - 5000') }}
 
 ),
 
@@ -601,6 +606,7 @@ final as (
     -- task that int_timer_rounds_replayed did not replay would get epoch rounds instead.
     {{ tidemark_incremental_tail(
         'rounds_checked', 'replaced_tasks', 'kept.update_ms >= replaced.dirty_from_update_ms',
+        replaced_from='min(dirty_from_update_ms)',
     ) }}
 
 )

@@ -59,7 +59,7 @@ changes as (
 
 runs as (
 
-    select job_id, vertex_id, subtask_index, attempt, resumed_after_seq
+    select job_id, vertex_id, subtask_index, attempt, resumed_after_seq, fed_from_ms
     from valve_outputs
     where row_kind = 'state'
 
@@ -72,10 +72,21 @@ existing as (
 
 ),
 
-seeds as (
+{#- Each recomputed task's last change before its resume point: the running values start from it,
+    and its valid_to_ms is recomputed. Looked for in the partitions from a minute before the
+    earliest resume point first, then, for the tasks resumed from a checkpoint that have none
+    there (a clock unchanged for longer), in the others. Exact: valid_from_ms never decreases
+    with seq, so when the near partitions hold a change of the task at or before its resume
+    point, they hold the last one. -#}
+{%- set near_from_ms = "(select min(resumed_effective_ms) from valve_outputs where row_kind = 'state') - 60000" %}
+{%- for look in ['near', 'far'] %}
+{%- set tasks = 'runs' if look == 'near' else 'far_runs' %}
 
-    -- Each recomputed task's last change before its resume point: the running values start
-    -- from it, and its valid_to_ms is recomputed. One aggregate over the task's earlier changes.
+{{ look }}_seeds as (
+
+    {%- if look == 'far' %}
+    -- The tasks are few (mostly none) and broadcast: none leaves the table unread.
+    {%- endif %}
     select
         job_id,
         vertex_id,
@@ -91,7 +102,7 @@ seeds as (
         seed.last_progress_ms as progress_ms,
         true as is_seed
     from (
-        select
+        select {{ '/*+ broadcast(far_runs) */' if look == 'far' }}
             existing.job_id,
             existing.vertex_id,
             existing.subtask_index,
@@ -110,15 +121,42 @@ seeds as (
                 named_struct('seq', existing.seq, 'change_index', existing.change_index)
             ) as seed
         from existing
-        inner join runs
+        inner join {{ tasks }}
             on
-                existing.job_id = runs.job_id
-                and existing.vertex_id = runs.vertex_id
-                and existing.subtask_index = runs.subtask_index
-                and existing.attempt = runs.attempt
-        where existing.seq <= runs.resumed_after_seq
+                existing.job_id = {{ tasks }}.job_id
+                and existing.vertex_id = {{ tasks }}.vertex_id
+                and existing.subtask_index = {{ tasks }}.subtask_index
+                and existing.attempt = {{ tasks }}.attempt
+        where
+            existing.seq <= {{ tasks }}.resumed_after_seq
+            and {{ 'not ' if look == 'far' }}{{ tidemark_partitions_from('existing', near_from_ms) }}
         group by existing.job_id, existing.vertex_id, existing.subtask_index, existing.attempt
     )
+
+),
+{%- if look == 'near' %}
+
+far_runs as (
+
+    select runs.*
+    from runs
+    left anti join near_seeds
+        on
+            runs.job_id = near_seeds.job_id
+            and runs.vertex_id = near_seeds.vertex_id
+            and runs.subtask_index = near_seeds.subtask_index
+            and runs.attempt = near_seeds.attempt
+    where runs.resumed_after_seq >= 0
+
+),
+{%- endif %}
+{%- endfor %}
+
+seeds as (
+
+    select * from near_seeds
+    union all
+    select * from far_seeds
 
 ),
 
@@ -181,6 +219,8 @@ cutoffs as (
         runs.subtask_index,
         runs.attempt,
         runs.resumed_after_seq,
+        -- The earliest time of a row the run writes or replaces: the seed, or an event fed.
+        least(seeds.valid_from_ms, runs.fed_from_ms) as replaced_from_ms,
         seeds.seq as seed_seq,
         seeds.change_index as seed_change_index
     from runs
@@ -205,6 +245,7 @@ final as (
         since='kept.seq > replaced.resumed_after_seq or (kept.seq = replaced.seed_seq'
             ~ ' and kept.change_index = replaced.seed_change_index)',
         jobs='runs', rewrite_replaced=true, plan='valve',
+        replaced_from='min(replaced_from_ms)',
     ) }}
 
 )

@@ -48,6 +48,10 @@ vertex_subtask_seconds as (
             subtask_seconds.job_id = dirty_vertices.job_id
             and subtask_seconds.vertex_id = dirty_vertices.vertex_id
             and subtask_seconds.second_start_ms >= dirty_vertices.dirty_from_second_ms
+    where
+        {{ tidemark_partitions_from(
+            'subtask_seconds', '(select min(dirty_from_second_ms) from dirty_vertices)'
+        ) }}
 
 ),
 
@@ -160,6 +164,7 @@ final as (
         since='kept.second_start_ms >= replaced.dirty_from_second_ms',
         keys=['job_id', 'vertex_id'],
         plan=none,
+        replaced_from='min(dirty_from_second_ms)',
     ) }}
 
 )

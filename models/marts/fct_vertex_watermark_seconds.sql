@@ -57,7 +57,11 @@ subtask_seconds as (
         on
             watermark_seconds.job_id = runs.job_id
             and watermark_seconds.vertex_id = runs.vertex_id
-    where watermark_seconds.second_start_ms >= runs.recompute_from_ms
+    where
+        watermark_seconds.second_start_ms >= runs.recompute_from_ms
+        and {{ tidemark_partitions_from(
+            'watermark_seconds', '(select min(recompute_from_ms) from runs)'
+        ) }}
 
 ),
 
@@ -140,6 +144,7 @@ final as (
     {{ tidemark_incremental_tail(
         'with_lag', 'runs', 'kept.second_start_ms >= replaced.recompute_from_ms',
         keys=['job_id', 'vertex_id'], jobs='runs', rewrite_replaced=true, plan='valve',
+        replaced_from='min(recompute_from_ms)',
     ) }}
 
 )

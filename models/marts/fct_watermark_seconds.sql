@@ -76,10 +76,22 @@ second_ends as (
 
 ),
 
-changes as (
+{#- The recomputed tasks' changes in force at or after their first recomputed second R. Looked
+    for in the partitions from a minute before the earliest R first; a task whose change in force
+    at R is older (its clock has not changed since) is looked for in the others. Exact: a task's
+    valid_from_ms never decreases with its seq (fct_task_watermarks), so when the near partitions
+    hold a change of it at or before R, they hold every change of it in force at or after R. A
+    task recomputed from its first second has no change before R to look for. -#}
+{%- set near_from_ms = '(select min(recompute_from_ms) from runs) - 60000' %}
+{%- for look in ['near', 'far'] %}
+{%- set tasks = 'runs' if look == 'near' else 'far_runs' %}
 
-    -- The recomputed tasks' changes in force at or after the first recomputed second.
-    select
+{{ look }}_changes as (
+
+    {%- if look == 'far' %}
+    -- The tasks are few (mostly none) and broadcast: none leaves the table unread.
+    {%- endif %}
+    select {{ '/*+ broadcast(far_runs) */' if look == 'far' }}
         task_watermarks.job_id,
         task_watermarks.vertex_id,
         task_watermarks.subtask_index,
@@ -93,15 +105,42 @@ changes as (
         task_watermarks.is_idle,
         task_watermarks.last_progress_ms
     from task_watermarks
-    inner join runs
+    inner join {{ tasks }}
         on
-            task_watermarks.job_id = runs.job_id
-            and task_watermarks.vertex_id = runs.vertex_id
-            and task_watermarks.subtask_index = runs.subtask_index
-            and task_watermarks.attempt = runs.attempt
+            task_watermarks.job_id = {{ tasks }}.job_id
+            and task_watermarks.vertex_id = {{ tasks }}.vertex_id
+            and task_watermarks.subtask_index = {{ tasks }}.subtask_index
+            and task_watermarks.attempt = {{ tasks }}.attempt
     where
-        task_watermarks.valid_to_ms is null
-        or task_watermarks.valid_to_ms >= runs.recompute_from_ms
+        (task_watermarks.valid_to_ms is null
+        or task_watermarks.valid_to_ms >= {{ tasks }}.recompute_from_ms)
+        and {{ 'not ' if look == 'far' }}{{ tidemark_partitions_from('task_watermarks', near_from_ms) }}
+
+),
+{%- if look == 'near' %}
+
+far_runs as (
+
+    select runs.*
+    from runs
+    left anti join near_changes
+        on
+            runs.job_id = near_changes.job_id
+            and runs.vertex_id = near_changes.vertex_id
+            and runs.subtask_index = near_changes.subtask_index
+            and runs.attempt = near_changes.attempt
+            and near_changes.at_ms <= runs.recompute_from_ms
+    where runs.recompute_from_ms > runs.first_second_ms
+
+),
+{%- endif %}
+{%- endfor %}
+
+changes as (
+
+    select * from near_changes
+    union all
+    select * from far_changes
 
 ),
 
@@ -168,7 +207,7 @@ final as (
     -- (int_valve_outputs_computed makes one when a watermark mart is missing).
     {{ tidemark_incremental_tail(
         replaced='runs', since='kept.second_start_ms >= replaced.recompute_from_ms',
-        jobs='runs', rewrite_replaced=true, plan='valve',
+        jobs='runs', rewrite_replaced=true, plan='valve', replaced_from='min(recompute_from_ms)',
     ) }}
 
 )

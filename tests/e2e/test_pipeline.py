@@ -163,6 +163,58 @@ def test_a_model_rebuilt_alone_from_a_partial_plan_fails_saying_what_to_rebuild(
         assert "dbt build --full-refresh" in result.stdout
 
 
+@pytest.mark.deep
+def test_an_incremental_run_reads_no_partition_before_what_it_replaces(tmp_path: Path) -> None:
+    """An incremental run reads the recent partitions of the tables it rewrites and reads, not
+    their whole history (decisions 0004 and 0005). After a first build of a task's first 11.5
+    minutes, every file of the first ten-minute slice is overwritten with bytes that are not
+    parquet, so any read of that slice fails; the run after the next 70 s of events succeeds and
+    writes the new seconds. The marts rebuilt whole on every run (analysis, conformance) are
+    left out: they read every partition by design.
+
+    A lake of its own and two builds: about 2 minutes on two cores (`make test-deep`, CI)."""
+    start_ms = 1_704_067_200_000  # 2024-01-01 00:00 UTC: the first slice is minutes 0 to 9
+    events = [
+        e
+        for step in range(1, 376)  # an event pair every 2 s for 12.5 minutes
+        for e in (
+            timer(2 * step, ts_ms=start_ms + 2000 * step, action=("end", "start")[step % 2]),
+            watermark(
+                2 * step + 1,
+                ts_ms=start_ms + 2000 * step,
+                watermark_ms=start_ms + 2000 * step - 300,
+                num_channels=1,
+            ),
+        )
+    ]
+    first, second = events[: 2 * 345], events[2 * 345 :]  # 11.5 minutes, then 70 s more
+    lake = Lake.from_env(tmp_path / "lake")
+    models = ["--select", "int_timer_tasks_planned+", "int_valve_outputs_computed+"]
+    models += ["--exclude", "path:models/marts/analysis", "path:models/marts/conformance"]
+    with WarmLake(lake) as warm:
+        warm.tidemark("ingest", str(write_jsonl(tmp_path / "first.jsonl", first))).check()
+        warm.dbt("run", *models).check()
+        corrupted = [
+            path
+            for path in lake.warehouse.rglob("minute_slice=0/*")
+            if path.is_file() and not path.name.startswith((".", "_"))
+        ]
+        tables = {path.parent.parent.parent.parent.name for path in corrupted}
+        assert {"fct_subtask_seconds", "fct_valve_emissions", "fct_task_watermarks"} <= tables
+        for path in corrupted:
+            path.write_bytes(b"not parquet: an incremental run must not read this slice")
+        with pytest.raises(Exception, match="FAILED_READ_FILE|not a Parquet file"):
+            warm.sql_rows("select count(*) from tidemark.fct_subtask_seconds")
+        warm.tidemark("ingest", str(write_jsonl(tmp_path / "second.jsonl", second))).check()
+        result = warm.dbt("run", *models)
+        assert result.returncode == 0, result.stdout
+        newest = warm.sql_rows(
+            "select max(second_start_ms) as newest from tidemark.fct_subtask_seconds"
+            " where minute_slice = 10"
+        )
+        assert newest[0]["newest"] > start_ms + 2000 * 345  # the first batch's last event
+
+
 def _undocumented(target: Path) -> list[str]:
     """Models, and columns of their YAML or of the built tables, that have no description."""
     manifest = json.loads((target / "manifest.json").read_text())

@@ -115,6 +115,10 @@ vertex_task_samples as (
             task_samples.job_id = dirty_vertices.job_id
             and task_samples.vertex_id = dirty_vertices.vertex_id
             and task_samples.sampling_start_ms >= dirty_vertices.dirty_from_ms
+    where
+        {{ tidemark_partitions_from(
+            'task_samples', '(select min(dirty_from_ms) from dirty_vertices)'
+        ) }}
 
 ),
 
@@ -225,6 +229,7 @@ final as (
         since='kept.sampling_start_ms >= replaced.dirty_from_ms',
         keys=['job_id', 'vertex_id'],
         plan=none,
+        replaced_from='min(dirty_from_ms)',
     ) }}
 
 )
