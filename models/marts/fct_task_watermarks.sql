@@ -23,6 +23,7 @@
     (docs/decisions/0005-valve-incremental.md).
 -#}
 
+{%- set tail_from = namespace(sql='min(replaced_from_ms)') %}
 with
 
 valve_outputs as (
@@ -59,7 +60,8 @@ changes as (
 
 runs as (
 
-    select job_id, vertex_id, subtask_index, attempt, resumed_after_seq, fed_from_ms
+    select
+        job_id, vertex_id, subtask_index, attempt, resumed_after_seq, resumed_effective_ms, fed_from_ms
     from valve_outputs
     where row_kind = 'state'
 
@@ -74,12 +76,24 @@ existing as (
 
 {#- Each recomputed task's last change before its resume point: the running values start from it,
     and its valid_to_ms is recomputed. Looked for in the partitions from a minute before the
-    earliest resume point first, then, for the tasks resumed from a checkpoint that have none
-    there (a clock unchanged for longer), in the others. Exact: valid_from_ms never decreases
+    earliest resume point, and in the others for the tasks resumed from a checkpoint that have
+    none there (a clock unchanged for longer), when there are such tasks (tidemark_near_look). Exact: valid_from_ms never decreases
     with seq, so when the near partitions hold a change of the task at or before its resume
     point, they hold the last one. -#}
-{%- set near_from_ms = "(select min(resumed_effective_ms) from valve_outputs where row_kind = 'state') - 60000" %}
-{%- for look in ['near', 'far'] %}
+{%- set look_up = tidemark_near_look(
+    "select job_id, vertex_id, subtask_index, attempt, resumed_after_seq, resumed_effective_ms from "
+        ~ ref('int_valve_outputs_computed') ~ " where row_kind = 'state'",
+    'min(resumed_effective_ms) - 60000',
+    this,
+    't.seq <= runs.resumed_after_seq',
+    'runs.resumed_after_seq >= 0',
+) %}
+{%- set near_from_ms = look_up.from_ms %}
+{#- The earliest time of a row the run writes or replaces: the seed, or an event fed. With no
+    second look every seed lies in the near partitions. -#}
+{%- set tail_from.sql = 'least(min(fed_from_ms), ' ~ near_from_ms ~ ')' if not look_up.far
+    else 'min(replaced_from_ms)' %}
+{%- for look in (['near', 'far'] if look_up.far else ['near']) %}
 {%- set tasks = 'runs' if look == 'near' else 'far_runs' %}
 
 {{ look }}_seeds as (
@@ -134,7 +148,7 @@ existing as (
     )
 
 ),
-{%- if look == 'near' %}
+{%- if look == 'near' and look_up.far %}
 
 far_runs as (
 
@@ -155,8 +169,10 @@ far_runs as (
 seeds as (
 
     select * from near_seeds
+    {%- if look_up.far %}
     union all
     select * from far_seeds
+    {%- endif %}
 
 ),
 
@@ -219,6 +235,7 @@ cutoffs as (
         runs.subtask_index,
         runs.attempt,
         runs.resumed_after_seq,
+        runs.fed_from_ms,
         -- The earliest time of a row the run writes or replaces: the seed, or an event fed.
         least(seeds.valid_from_ms, runs.fed_from_ms) as replaced_from_ms,
         seeds.seq as seed_seq,
@@ -245,7 +262,7 @@ final as (
         since='kept.seq > replaced.resumed_after_seq or (kept.seq = replaced.seed_seq'
             ~ ' and kept.change_index = replaced.seed_change_index)',
         jobs='runs', rewrite_replaced=true, plan='valve',
-        replaced_from='min(replaced_from_ms)',
+        replaced_from=tail_from.sql,
     ) }}
 
 )

@@ -14,6 +14,25 @@
 -#}
 {%- set stall_ms = (var('watermark_stall_s', 10) | int) * 1000 -%}
 
+{% set runs_sql %}
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        ts_ms as first_ms,
+        effective_ms as horizon_ms,
+        {{ tidemark_floor_ms('ts_ms', 1000) }} as first_second_ms,
+        -- Seconds ending at or before the resume point's time cannot change, unless a late
+        -- event moved the task's first second earlier: then all of them are recomputed.
+        case
+            when resumed_effective_ms is null or ts_ms < resumed_first_ms
+                then {{ tidemark_floor_ms('ts_ms', 1000) }}
+            else {{ tidemark_floor_ms('resumed_effective_ms', 1000) }}
+        end as recompute_from_ms
+    from {{ ref('int_valve_outputs_computed') }}
+    where row_kind = 'state' and effective_ms is not null
+{% endset %}
 with
 
 valve_outputs as (
@@ -30,24 +49,7 @@ task_watermarks as (
 
 runs as (
 
-    -- Each task this run fed: its range after the run and the first second to recompute.
-    select
-        job_id,
-        vertex_id,
-        subtask_index,
-        attempt,
-        ts_ms as first_ms,
-        effective_ms as horizon_ms,
-        {{ tidemark_floor_ms('ts_ms', 1000) }} as first_second_ms,
-        -- Seconds ending at or before the resume point's time cannot change, unless a late
-        -- event moved the task's first second earlier: then all of them are recomputed.
-        case
-            when resumed_effective_ms is null or ts_ms < resumed_first_ms
-                then {{ tidemark_floor_ms('ts_ms', 1000) }}
-            else {{ tidemark_floor_ms('resumed_effective_ms', 1000) }}
-        end as recompute_from_ms
-    from valve_outputs
-    where row_kind = 'state' and effective_ms is not null
+    {{ runs_sql }}
 
 ),
 
@@ -77,13 +79,22 @@ second_ends as (
 ),
 
 {#- The recomputed tasks' changes in force at or after their first recomputed second R. Looked
-    for in the partitions from a minute before the earliest R first; a task whose change in force
-    at R is older (its clock has not changed since) is looked for in the others. Exact: a task's
+    for in the partitions from a minute before the earliest R; a task whose change in force at R
+    is older (its clock has not changed since) is looked for in the others, when there is one
+    (tidemark_near_look asks while compiling). Exact: a task's
     valid_from_ms never decreases with its seq (fct_task_watermarks), so when the near partitions
     hold a change of it at or before R, they hold every change of it in force at or after R. A
     task recomputed from its first second has no change before R to look for. -#}
-{%- set near_from_ms = '(select min(recompute_from_ms) from runs) - 60000' %}
-{%- for look in ['near', 'far'] %}
+{%- set look_up = tidemark_near_look(
+    runs_sql,
+    'min(recompute_from_ms) - 60000',
+    ref('fct_task_watermarks'),
+    't.valid_from_ms <= runs.recompute_from_ms'
+        ~ ' and (t.valid_to_ms is null or t.valid_to_ms >= runs.recompute_from_ms)',
+    'runs.recompute_from_ms > runs.first_second_ms',
+) if is_incremental() else {'from_ms': 'cast(null as bigint)', 'far': false} %}
+{%- set near_from_ms = look_up.from_ms %}
+{%- for look in (['near', 'far'] if look_up.far else ['near']) %}
 {%- set tasks = 'runs' if look == 'near' else 'far_runs' %}
 
 {{ look }}_changes as (
@@ -117,7 +128,7 @@ second_ends as (
         and {{ 'not ' if look == 'far' }}{{ tidemark_partitions_from('task_watermarks', near_from_ms) }}
 
 ),
-{%- if look == 'near' %}
+{%- if look == 'near' and look_up.far %}
 
 far_runs as (
 
@@ -139,8 +150,10 @@ far_runs as (
 changes as (
 
     select * from near_changes
+    {%- if look_up.far %}
     union all
     select * from far_changes
+    {%- endif %}
 
 ),
 
