@@ -152,15 +152,7 @@ existing as (
 
 far_runs as (
 
-    select runs.*
-    from runs
-    left anti join near_seeds
-        on
-            runs.job_id = near_seeds.job_id
-            and runs.vertex_id = near_seeds.vertex_id
-            and runs.subtask_index = near_seeds.subtask_index
-            and runs.attempt = near_seeds.attempt
-    where runs.resumed_after_seq >= 0
+    {{ look_up.far_runs }}
 
 ),
 {%- endif %}

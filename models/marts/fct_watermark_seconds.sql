@@ -132,16 +132,7 @@ second_ends as (
 
 far_runs as (
 
-    select runs.*
-    from runs
-    left anti join near_changes
-        on
-            runs.job_id = near_changes.job_id
-            and runs.vertex_id = near_changes.vertex_id
-            and runs.subtask_index = near_changes.subtask_index
-            and runs.attempt = near_changes.attempt
-            and near_changes.at_ms <= runs.recompute_from_ms
-    where runs.recompute_from_ms > runs.first_second_ms
+    {{ look_up.far_runs }}
 
 ),
 {%- endif %}
