@@ -55,7 +55,7 @@
         tidemark_partitions_from('kept', '(select ' ~ replaced_from ~ ' from ' ~ replaced ~ ')')
     ] -%}
     {%- do filters.append('kept.job_id in (select job_id from ' ~ jobs ~ ')') if jobs -%}
-    {%- set of_jobs = 'where ' ~ filters | join('\n        and ') -%}
+    {%- set kept_filter = 'where ' ~ filters | join('\n        and ') -%}
 
     select {{ columns | join(', ') if columns else '*' }}
     from {{ recomputed }}
@@ -71,7 +71,7 @@
         left semi join {{ replaced }} as replaced
             on
             {{ is_replaced }}
-        {{ of_jobs }}
+        {{ kept_filter }}
         {%- endif %}
     ) as touched
         on
@@ -81,7 +81,7 @@
     left anti join {{ replaced }} as replaced
         on
             {{ is_replaced }}
-    {{ of_jobs }}
+    {{ kept_filter }}
 {%- else -%}
     {%- set guards = {
         'gauge': {
