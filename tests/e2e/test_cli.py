@@ -85,6 +85,15 @@ def test_sql_errors_are_one_line_and_native_delta_needs_its_jars(lake: Lake) -> 
     assert result.returncode == 1
     assert "TIDEMARK_DELTA=native needs Delta's Spark jars" in result.stderr
 
+    # Spark starts its JVM with -XX:+IgnoreUnrecognizedVMOptions: an unknown option is ignored,
+    # but options Java cannot honour stop it.
+    both = "-XX:+UseSerialGC -XX:+UseG1GC"
+    result = tidemark("sql", "select 1", lake=lake, TIDEMARK_JAVA_OPTIONS=both)
+    assert result.returncode == 1
+    assert "Multiple garbage collectors selected" in result.stdout + result.stderr  # Java's words
+    [line] = [x for x in result.stderr.splitlines() if x.startswith("tidemark sql: error:")]
+    assert "Spark's JVM exited while starting" in line and f"'{both}'" in line
+
 
 def test_generate_refuses_an_unknown_scenario(tmp_path: Path, lake: Lake) -> None:
     result = tidemark("generate", "--scenario", "nope", "--out", str(tmp_path / "x"), lake=lake)

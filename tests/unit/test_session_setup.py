@@ -120,3 +120,20 @@ def test_shipped_udfs_zip_is_the_whole_package_and_imports_alone() -> None:
         [sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, check=True
     )
     assert shown.stdout.strip() == str(archive / "udfs" / "spark.py")
+
+
+def test_jvm_options_default_to_the_parallel_collector_and_can_be_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TIDEMARK_JAVA_OPTIONS", raising=False)
+    options = spark_conf(Lake.from_env(tmp_path))["spark.driver.extraJavaOptions"].split()
+    assert options[-1] == "-XX:+UseParallelGC"
+    assert any(o.startswith("-Dderby.system.home=") for o in options)
+
+    monkeypatch.setenv("TIDEMARK_JAVA_OPTIONS", " -XX:+UseG1GC -Xss4m ")
+    options = spark_conf(Lake.from_env(tmp_path))["spark.driver.extraJavaOptions"].split()
+    assert options[-2:] == ["-XX:+UseG1GC", "-Xss4m"] and "-XX:+UseParallelGC" not in options
+
+    monkeypatch.setenv("TIDEMARK_JAVA_OPTIONS", "")
+    options = spark_conf(Lake.from_env(tmp_path))["spark.driver.extraJavaOptions"].split()
+    assert not any(o.startswith("-XX:") for o in options)

@@ -27,7 +27,7 @@ import udfs
 from tidemark.lake import Lake
 from tidemark.spark.bronze import register_bronze
 from tidemark.spark.settings import DELTA_MODES as DELTA_MODES
-from tidemark.spark.settings import SparkSetupError, delta_mode
+from tidemark.spark.settings import SparkSetupError, delta_mode, jvm_options
 from udfs.spark import register_udfs
 
 LAKE_CONF = "spark.tidemark.lake"
@@ -76,7 +76,9 @@ def spark_conf(lake: Lake) -> dict[str, str]:
     they go in ``$SPARK_CONF_DIR/spark-defaults.conf``, which Spark reads at start-up too.
     """
     metastore = lake.metastore / "metastore_db"
-    java_options = f"-Dderby.system.home={lake.logs} -Dlog4j2.configurationFile=file:{_LOG4J}"
+    java_options = (
+        f"-Dderby.system.home={lake.logs} -Dlog4j2.configurationFile=file:{_LOG4J} {jvm_options()}"
+    ).strip()
     master = os.environ.get("TIDEMARK_SPARK_MASTER", "local[*]")
     conf = {
         "spark.master": master,
@@ -149,7 +151,15 @@ def spark_session(lake: Lake | None = None, extra_conf: dict[str, str] | None = 
     builder = SparkSession.builder.enableHiveSupport()
     for key, value in {**spark_conf(lake), **(extra_conf or {})}.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:
+        if "JAVA_GATEWAY_EXITED" not in str(exc):
+            raise
+        raise SparkSetupError(
+            "Spark's JVM exited while starting (Java printed why, above); check the JVM options "
+            f"{jvm_options()!r} (TIDEMARK_JAVA_OPTIONS) and TIDEMARK_DRIVER_MEMORY"
+        ) from exc
     spark.sparkContext.setLogLevel(os.environ.get("TIDEMARK_SPARK_LOG_LEVEL", "WARN"))
     # PySpark logs every failed statement's whole JVM plan and stack as JSON before raising it;
     # the exception itself (what dbt and the CLI show) says what went wrong.
