@@ -29,17 +29,21 @@ class WarmLake:
 
     def __init__(self, lake: Lake) -> None:
         self.lake = lake
+        # What the worker and its JVM print outside a request (Java's own warnings, a dying
+        # JVM's last words): next to the lake.
+        self.log = lake.root.parent / "warm-worker.log"
         read, write = os.pipe()
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "tests.e2e.warm", str(write)],
-            cwd=ROOT,
-            env=environment(lake),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            pass_fds=(write,),
-            text=True,
-        )
+        with self.log.open("w") as log:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "tests.e2e.warm", str(write)],
+                cwd=ROOT,
+                env=environment(lake),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                pass_fds=(write,),
+                text=True,
+            )
         os.close(write)
         self._answers = os.fdopen(read, "r")
 
@@ -50,7 +54,7 @@ class WarmLake:
         line = self._answers.readline()
         if not line:
             code = self._process.wait()
-            raise RuntimeError(f"the warm worker of {self.lake.root} died (exit {code})")
+            raise RuntimeError(f"the warm worker of {self.lake.root} died ({code}): {self.log}")
         return json.loads(line)
 
     def dbt(self, *args: str) -> Result:
