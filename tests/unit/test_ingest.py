@@ -680,3 +680,39 @@ def test_ingest_ids_grow_with_every_commit(tmp_path: Path, lake: Lake, monkeypat
     ingest([later], lake)
     ids = [r["ingest_id"] for r in sorted(rows(lake, "timer_events"), key=lambda r: r["seq"])]
     assert ids == sorted(ids) and len(set(ids)) == 4
+
+
+def test_channels_in_force_come_from_landed_events_and_each_pairs_first_line() -> None:
+    """The index that judges a resumed file (add_landed, no summary) holds num_channels per
+    (task, input) as landed; in a block, a pair not seen before takes its first line's value."""
+    from tidemark.ingest.identity import ACCEPTED, CHANNELS_CHANGED, IdentityIndex
+    from tidemark.ingest.schema import PARSED
+
+    def table(events: list[dict]) -> pa.Table:
+        return pa.Table.from_pylist(
+            [{name: e.get(name) for name in PARSED.names} for e in events], schema=PARSED
+        )
+
+    index = IdentityIndex()
+    index.add_landed(table([watermark(0), watermark(1, input_index=1, num_channels=5), timer(2)]))
+    verdicts = index.judge(
+        table(
+            [
+                watermark(3, num_channels=3),  # input 0 has 2
+                watermark(4, input_index=1, num_channels=5),
+                watermark(5, input_index=2, num_channels=7),  # new input: 7 from here on
+                watermark(6, input_index=2, num_channels=4),
+                watermark(7, subtask_index=1, num_channels=3),  # another task: its own input 0
+                timer(8),
+            ]
+        )
+    )
+    assert verdicts.codes.tolist() == [
+        CHANNELS_CHANGED,
+        ACCEPTED,
+        ACCEPTED,
+        CHANNELS_CHANGED,
+        ACCEPTED,
+        ACCEPTED,
+    ]
+    assert verdicts.expected_channels.tolist()[:5] == [2, 5, 7, 7, 3]

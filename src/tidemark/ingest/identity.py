@@ -238,15 +238,28 @@ class IdentityIndex:
         codes, tasks = task_codes(events)
         ids = np.array([self._task_id(t) for t in tasks], dtype=np.int64)[codes]
         self._insert(ids, _ints(events["seq"]), fingerprints(events))
-        is_channel = np.asarray(pc.is_valid(events["num_channels"]).to_numpy(zero_copy_only=False))
-        if is_channel.any():
-            inputs = _ints(events["input_index"])[is_channel]
-            channels = _ints(events["num_channels"])[is_channel]
-            keys, first = np.unique(
-                np.stack([ids[is_channel], inputs], axis=1), axis=0, return_index=True
+        self._channels_in_force(ids, events)
+
+    def _channels_in_force(
+        self, ids: np.ndarray, events: pa.Table
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For the events with ``num_channels``: their rows, their value, and the value in force
+        for their (task, input), which the first of them sets for a pair not seen before."""
+        rows = np.flatnonzero(pc.is_valid(events["num_channels"]).to_numpy(zero_copy_only=False))
+        channels = _ints(events["num_channels"])[rows]
+        if len(rows) == 0:
+            return rows, channels, channels
+        inputs = _ints(events["input_index"])[rows]
+        distinct_inputs, input_codes = _encoded(pa.array(inputs))
+        _, pairs = _encoded(pa.array(ids[rows] * len(distinct_inputs) + input_codes))
+        first = _first_rows(pairs)
+        in_force = [
+            self._channels.setdefault((task_id, input_index), int(channels[at]))
+            for task_id, input_index, at in zip(
+                ids[rows][first].tolist(), inputs[first].tolist(), first.tolist(), strict=True
             )
-            for (task_id, input_index), at in zip(keys.tolist(), first.tolist(), strict=True):
-                self._channels.setdefault((task_id, input_index), int(channels[at]))
+        ]
+        return rows, channels, np.asarray(in_force, dtype=np.int64)[pairs]
 
     def add_landed_vertices(self, vertices: Iterable[dict[str, object]]) -> None:
         for row in vertices:
@@ -294,32 +307,10 @@ class IdentityIndex:
         self._load_if_needed(ids, seqs)
         fps = fingerprints(events)
 
-        has_channels = np.asarray(
-            pc.is_valid(events["num_channels"]).to_numpy(zero_copy_only=False)
-        )
-        if has_channels.any():
-            rows = np.flatnonzero(has_channels)
-            inputs = _ints(events["input_index"])[rows]
-            channels = _ints(events["num_channels"])[rows]
-            distinct_inputs, input_codes = _encoded(pa.array(inputs))
-            _, pairs = _encoded(pa.array(ids[rows] * len(distinct_inputs) + input_codes))
-            first = _first_rows(pairs)
-            in_force = np.array(
-                [
-                    self._channels.setdefault((task_id, input_index), int(channels[at]))
-                    for task_id, input_index, at in zip(
-                        ids[rows][first].tolist(),
-                        inputs[first].tolist(),
-                        first.tolist(),
-                        strict=True,
-                    )
-                ],
-                dtype=np.int64,
-            )
-            want = in_force[pairs]
-            changed = channels != want
-            verdict[rows[changed]] = CHANNELS_CHANGED
-            expected[rows] = want
+        rows, channels, want = self._channels_in_force(ids, events)
+        changed = channels != want
+        verdict[rows[changed]] = CHANNELS_CHANGED
+        expected[rows] = want
 
         live = np.flatnonzero(verdict == ACCEPTED)
         order = live[np.lexsort((live, seqs[live], ids[live]))]  # by task, seq, then line
