@@ -8,8 +8,10 @@ Flink's scheduler would give it) with its files rolling every simulated minute
 session, one parsed dbt project) then takes the minutes one after another: the minute's files
 arrive in the capture folder, one cycle ingests them and builds every mart, with the data tests
 on the first build only, as the README's one-minute schedule runs them (`--tests-every 60`).
-Per minute it prints the events, ingest seconds, build seconds and whether the minute was kept
-(ingest and build in under 60 s, issue 11). Landed files are deleted as it goes.
+Per minute it prints the events, ingest seconds, build seconds, whether the minute was kept
+(ingest and build in under 60 s, issue 11), and what the JVM spent compiling code: the query
+classes Spark generated and compiled, and the JIT compilers' seconds (decision 0007). Landed
+files are deleted as it goes.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ class Minute:
     events: int
     ingest_s: float
     build_s: float
+    classes: int  # query classes Spark generated and compiled (Janino) in the minute
+    jit_s: float  # seconds the JVM's JIT compilers spent in the minute
 
     @property
     def total_s(self) -> float:
@@ -61,11 +65,11 @@ class ScaleBench:
             f"job: {self.parallelism} subtasks, pointwise; generated {self.events_generated:,} "
             f"events in {self.generate_s:.1f} s",
             f"warm start (Spark, dbt parse): {self.start_s:.1f} s",
-            "minute      events   ingest s   build s   total s   kept (< 60 s)",
+            "minute      events   ingest s   build s   total s   kept (< 60 s)   classes   JIT s",
         ]
         rows += [
             f"{m.minute:>6} {m.events:>11,} {m.ingest_s:>10.1f} {m.build_s:>9.1f} "
-            f"{m.total_s:>9.1f}   {'yes' if m.kept else 'no'}"
+            f"{m.total_s:>9.1f}   {'yes' if m.kept else 'no ':<13} {m.classes:>7} {m.jit_s:>7.1f}"
             for m in self.minutes
         ]
         first, second, last = (
@@ -80,6 +84,21 @@ class ScaleBench:
             f"incremental one) {last.total_s / second.total_s:.2f}"
         )
         return "\n".join(rows)
+
+
+class JvmCompiling:
+    """What the local Spark JVM spends on code it compiles: the classes Spark generates for its
+    queries (a query whose generated source is new is compiled again) and the JVM's JIT
+    compilation time (its CompilationMXBean, summed over the compiler threads)."""
+
+    def __init__(self, spark) -> None:
+        jvm = spark._jvm
+        self._codegen = jvm.org.apache.spark.metrics.source.CodegenMetrics
+        self._jit = jvm.java.lang.management.ManagementFactory.getCompilationMXBean()
+
+    def reading(self) -> tuple[float, float]:
+        classes = self._codegen.METRIC_COMPILATION_TIME().getCount()
+        return float(classes), self._jit.getTotalCompilationTime() / 1000
 
 
 def bench_scale(
@@ -108,14 +127,19 @@ def bench_scale(
     started = time.perf_counter()
     cycle = WarmCycle(Lake.from_env(str(work / "lake")), [feed], tests_every=tests_every)
     start_s = time.perf_counter() - started
+    jvm = JvmCompiling(cycle.spark)
     done: list[Minute] = []
     for number, names in enumerate(spans, 1):
         for name in names:
             shutil.move(generated / name, feed / name)
+        before = jvm.reading()
         result = cycle()
         if not result.ok or result.build_s is None:
             raise RuntimeError(f"minute {number}: {result.describe()}")
-        done.append(Minute(number, result.landed, result.ingest_s, result.build_s))
+        classes, jit_s = (now - was for now, was in zip(jvm.reading(), before, strict=True))
+        done.append(
+            Minute(number, result.landed, result.ingest_s, result.build_s, int(classes), jit_s)
+        )
         print(f"minute {number}: {result.describe()}", file=sys.stderr, flush=True)
         for name in names:
             (feed / name).unlink()
