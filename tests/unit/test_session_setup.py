@@ -137,3 +137,12 @@ def test_jvm_options_default_to_the_parallel_collector_and_can_be_replaced(
     monkeypatch.setenv("TIDEMARK_JAVA_OPTIONS", "")
     options = spark_conf(Lake.from_env(tmp_path))["spark.driver.extraJavaOptions"].split()
     assert not any(o.startswith("-XX:") for o in options)
+
+
+def test_generated_classes_are_named_without_their_stage_number(tmp_path: Path) -> None:
+    """Spark caches compiled query code by its source; with the stage number in the class name
+    (Spark's default) adaptive execution's numbering made the same query compile again on every
+    build of a warm session (decision 0007)."""
+    conf = spark_conf(Lake.from_env(tmp_path))
+    assert conf["spark.sql.codegen.useIdInClassName"] == "false"
+    assert int(conf["spark.sql.codegen.cache.maxEntries"]) >= 2000

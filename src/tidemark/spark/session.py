@@ -107,6 +107,11 @@ def spark_conf(lake: Lake) -> dict[str, str]:
         # every run of a long-lived session (tidemark run, serve): 2,000 keep a build's classes
         # (docs/decisions/0007-warm-schedule.md).
         "spark.sql.codegen.cache.maxEntries": "2000",
+        # ... but the cache is keyed by the source, and Spark names each generated class after its
+        # stage's number, which adaptive execution hands out in the order stages are planned: the
+        # same query compiled again under another name (21 to 49 classes a build with the same
+        # SQL, 0 to 4 without the number; docs/decisions/0007-warm-schedule.md).
+        "spark.sql.codegen.useIdInClassName": "false",
     }
     # Local mode talks to itself only; executors elsewhere must reach the driver at an address
     # of theirs: SPARK_LOCAL_IP if set, else Spark's own choice (the host name's address).
