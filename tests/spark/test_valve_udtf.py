@@ -269,10 +269,17 @@ BAD = [
         ("job", "map", 3, 1, 41, 5, "watermark", 0, 0, 2, None, None),
         "watermark None is not an integer",
     ),
+    (
+        # Ingest refuses it; were one to reach the valve, it must not shift the chunk's arrays.
+        ("job", "map", 3, 1, 41, 5, "watermark", 0, None, 2, 100, None),
+        "channel -1 is outside [0, 2)",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("bad", "reason"), BAD, ids=["channel", "status", "no-status", "no-wm"])
+@pytest.mark.parametrize(
+    ("bad", "reason"), BAD, ids=["channel", "status", "no-status", "no-wm", "no-channel"]
+)
 def test_udtf_bad_input_fails_naming_task_and_seq(spark, bad: tuple, reason: str) -> None:
     good = [
         ("job", "map", 3, 1, 40, 4, "watermark", 0, 0, 2, 10, None),
