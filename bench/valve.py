@@ -6,8 +6,11 @@ targets (2 cores; figures, not timed tests):
 * events/s of ``udfs.valve`` in a plain Python loop over the events, and of the same events
   through Spark: parquet -> chunking SQL -> ``tidemark_valve`` UDTF -> an aggregate of its rows.
   Target: Spark at least half the plain loop, and at least 250,000 events/s per core;
+* the parts of that path on their own: ``udfs.task_feed.TaskFeed`` (what the UDTF runs: the
+  valve, the merge in seq order and the output rows) in a plain loop over the same chunks the
+  SQL builds, and the chunking SQL without the UDTF (the JVM's part);
 * the same through a row-at-a-time UDTF (one row per event), the rejected alternative, on a
-  smaller share of the events, and the chunking SQL alone without the UDTF (the JVM's part);
+  smaller share of the events;
 * the core's cost per event with 4 and with 10,000 channels. Target: 10,000 channels at most
   2x slower per event than 4.
 
@@ -86,6 +89,33 @@ def plain_loop(rows) -> tuple[float, int]:
     return time.perf_counter() - start, emitted
 
 
+def feed_loop(rows, chunk_seqs: int) -> tuple[float, int]:
+    """Seconds for :class:`TaskFeed` to take ``rows`` in the chunks the chunking SQL makes (per
+    task, ``seq div chunk_seqs``), as the UDTF feeds them; and the emission rows. Building the
+    chunks is not timed."""
+    from udfs.task_feed import CODE_ACTIVE, CODE_IDLE, CODE_WATERMARK, InputPart, TaskFeed
+
+    chunks: dict[tuple[int, int], tuple[list[int], ...]] = {}
+    for row in rows:
+        lists = chunks.setdefault((row[2], row[4] // chunk_seqs), ([], [], [], [], []))
+        code = CODE_WATERMARK if row[11] is None else (CODE_IDLE, CODE_ACTIVE)[row[11] == "ACTIVE"]
+        for values, value in zip(lists, (row[4], row[5], row[8], row[10] or 0, code), strict=True):
+            values.append(value)
+    parts = [
+        (task, InputPart(0, CHANNELS, None, *lists)) for (task, _), lists in sorted(chunks.items())
+    ]
+    feeds: dict[int, TaskFeed] = {}
+    emitted = 0
+    start = time.perf_counter()
+    for task, part in parts:
+        feed = feeds.get(task)
+        if feed is None:
+            feed = feeds[task] = TaskFeed(("job", "map", task, 0), "flink-1.13-2.0")
+        emitted += len(feed.feed([part]))
+    took = time.perf_counter() - start
+    return took, emitted
+
+
 def per_event_ns(channels: int, events: int, seed: int = 11) -> float:
     """Nanoseconds per watermark event of one valve with ``channels`` channels (warmed up)."""
     rng = random.Random(seed)
@@ -142,12 +172,15 @@ def bench_valve(spark, events: int) -> dict:
     """The valve's throughput in a plain loop and through Spark, and its channel scaling."""
     from pyspark.sql.functions import udtf
 
-    from udfs.spark import valve_call_sql, valve_input_sql
+    from udfs.spark import CHUNK_SEQS, valve_call_sql, valve_input_sql
 
     rows = make_events(events)
     n = len(rows)
     loop_s = min(plain_loop(rows)[0] for _ in range(3))
     _, emitted = plain_loop(rows)
+    feed_s = min(feed_loop(rows, CHUNK_SEQS)[0] for _ in range(3))
+    if feed_loop(rows, CHUNK_SEQS)[1] != emitted:
+        raise AssertionError("TaskFeed emitted other rows than the valve in a plain loop")
 
     cores = spark.sparkContext.defaultParallelism
     with tempfile.TemporaryDirectory(prefix="tidemark-bench-valve-") as folder:
@@ -200,7 +233,10 @@ def bench_valve(spark, events: int) -> dict:
         "spark_udtf_events_per_s": round(through_spark),
         "spark_udtf_events_per_s_per_core": round(through_spark / cores),
         "spark_over_plain_loop": round(through_spark / plain, 3),
+        "task_feed_plain_loop_events_per_s": round(n / feed_s),
+        "task_feed_over_plain_loop": round(loop_s / feed_s, 3),
         "spark_chunking_sql_only_events_per_s": round(n / input_s),
+        "spark_chunking_sql_only_over_plain_loop": round(loop_s / input_s, 3),
         "spark_row_at_a_time_udtf_events_per_s": round(share / row_s),
         "core_ns_per_event_4_channels": round(ns_4),
         "core_ns_per_event_10000_channels": round(ns_10k),
