@@ -9,7 +9,7 @@
     included). The events of one input in one range of `chunk_seqs` seqs travel as one chunk row
     of arrays without NULLs: a row-at-a-time UDTF is ten times slower. The UDTF sorts by seq.
     One collect_list per array, not one of structs split by transform(): transform's lambdas are
-    interpreted, and the chunks were built 2.5 times slower that way (bench/valve.py).
+    interpreted, and the chunks were built about half as fast that way (bench/valve.py).
 -#}
 {% macro tidemark_valve_input_rows(tasks, events, chunk_seqs=65536) -%}
     select

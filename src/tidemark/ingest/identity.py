@@ -249,14 +249,15 @@ class IdentityIndex:
         channels = _ints(events["num_channels"])[rows]
         if len(rows) == 0:
             return rows, channels, channels
+        task_ids = ids[rows]
         inputs = _ints(events["input_index"])[rows]
         distinct_inputs, input_codes = _encoded(pa.array(inputs))
-        _, pairs = _encoded(pa.array(ids[rows] * len(distinct_inputs) + input_codes))
+        _, pairs = _encoded(pa.array(task_ids * len(distinct_inputs) + input_codes))
         first = _first_rows(pairs)
         in_force = [
             self._channels.setdefault((task_id, input_index), int(channels[at]))
             for task_id, input_index, at in zip(
-                ids[rows][first].tolist(), inputs[first].tolist(), first.tolist(), strict=True
+                task_ids[first].tolist(), inputs[first].tolist(), first.tolist(), strict=True
             )
         ]
         return rows, channels, np.asarray(in_force, dtype=np.int64)[pairs]
