@@ -37,7 +37,7 @@ dump taken while a round closes can so mix two consecutive rounds: seen on Flink
 loaded machine, one fetch right at the job's first round showed idle 1000 with busy 1000. With
 ``straddles`` given, a reading whose every gauge equals that of one of two consecutive states
 of an attempt, both in effect in its window, goes there instead of to the misses; the live test
-requires all of them to come from one fetch.
+requires them to be rare (any fetch can land on a round's close).
 """
 
 from __future__ import annotations

@@ -124,10 +124,10 @@ def test_rest_gauges_equal_flink_gauges_mart(live: LiveSession, version_run: Ver
     assert not missed, f"{len(missed)} of {len(readings)} REST readings match no round:\n" + (
         "\n".join(str(m) for m in missed[:10])
     )
-    # Readings that mix two consecutive rounds (a dump taken as a round closed, matching.py)
-    # come from one fetch at most: their requests lie within one fetcher interval and a poll.
-    requested = [reading["requested_ms"] for reading, *_ in straddles]
-    assert not requested or max(requested) - min(requested) <= LAG_MS, straddles
+    # Readings that mix two consecutive rounds (a dump taken as a round closed, matching.py) are
+    # rare: any fetch can land on a round's close (two fetches 30 s apart did, on a loaded
+    # machine), but a mart whose rounds were off would make many readings look like this.
+    assert len(straddles) <= max(2, len(readings) // 50), straddles
     # The readings are a real check: they show many captured rounds, of both attempts.
     shown = {(r["vertex_id"], r["subtask_index"], s.attempt, s.round_index) for r, s in matched}
     assert sum(1 for *_, k in shown if k >= 0) >= MIN_ROUNDS_COMPARED // 2, len(shown)
