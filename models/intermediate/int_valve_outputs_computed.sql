@@ -18,6 +18,36 @@
     {%- endif -%}
 {%- endfor -%}
 {%- set semantics = var('valve_semantics', 'flink-1.13-2.0') -%}
+{%- set keys = 'job_id, vertex_id, subtask_index, attempt' -%}
+{%- set fed_bound = namespace(sql=none) -%}
+{%- if ns.is_incremental_run -%}
+    {#- Read while compiling, as literals that reach the bronze scans (as int_timer_tasks_planned
+        does): the newest bronze commit the checkpoints account for, and how far back the events
+        fed to the tasks with new events can lie. A task resumed from a checkpoint is fed the
+        events after it in seq order: each landed after the checkpoint's processed_ingest_id or,
+        landed by then, was fed in the run that made it, so has a ts_ms at or after its
+        fed_from_ms. The bound is the loosest over every kept checkpoint of these tasks (any of
+        them may be resumed from); a new task's events all landed after the progress. -#}
+    {%- set progress = run_query(
+        'select coalesce(max(processed_ingest_id), -1) from ' ~ checkpoints_relation
+    ).rows[0][0] | int -%}
+    {%- set processed_ingest_id = 'cast(' ~ progress ~ ' as bigint)' -%}
+    {%- set has_fed_from = 'fed_from_ms' in adapter.get_columns_in_relation(checkpoints_relation)
+        | map(attribute='name') | list -%}
+    {%- set reach = run_query(
+        'select min(processed_ingest_id), '
+        ~ ('min(fed_from_ms), count_if(fed_from_ms is null)' if has_fed_from else 'null, count(*)')
+        ~ ' from ' ~ checkpoints_relation ~ ' left semi join (select ' ~ keys ~ ' from '
+        ~ source('bronze', 'watermark_events') ~ ' where ingest_id > ' ~ processed_ingest_id
+        ~ ') using (' ~ keys ~ ')'
+    ).rows[0] -%}
+    {%- if reach[0] is none -%}
+        {%- set fed_bound.sql = 'ingest_id > ' ~ processed_ingest_id -%}
+    {%- elif (reach[2] | int) == 0 -%}
+        {%- set fed_bound.sql = 'ingest_id > cast(' ~ (reach[0] | int) ~ ' as bigint) or ts_ms >= cast('
+            ~ (reach[1] | int) ~ ' as bigint)' -%}
+    {%- endif -%}
+{%- endif -%}
 
 with
 
@@ -34,14 +64,15 @@ bronze_watermark_events as (
 
 ),
 
+{% if ns.is_incremental_run %}
+
 landed as (
 
-    select coalesce(max(ingest_id), -1) as ingest_id
+    select greatest({{ processed_ingest_id }}, max(ingest_id)) as ingest_id
     from bronze_watermark_events
+    where ingest_id > {{ processed_ingest_id }}
 
 ),
-
-{% if ns.is_incremental_run %}
 
 checkpoints as (
 
@@ -68,7 +99,7 @@ new_by_task as (
         min(seq) as min_new_seq,
         collect_set(input_index) as new_inputs
     from bronze_watermark_events
-    where ingest_id > (select processed_ingest_id from progress)
+    where ingest_id > {{ processed_ingest_id }}
     group by job_id, vertex_id, subtask_index, attempt
 
 ),
@@ -100,8 +131,21 @@ stale_tasks as (
 
 tasks_to_run as (
 
-    select job_id, vertex_id, subtask_index, attempt, min_new_seq, new_inputs
+    select
+        new_by_task.job_id,
+        new_by_task.vertex_id,
+        new_by_task.subtask_index,
+        new_by_task.attempt,
+        new_by_task.min_new_seq,
+        new_by_task.new_inputs,
+        latest_checkpoints.seq is not null as has_checkpoints
     from new_by_task
+    left join latest_checkpoints
+        on
+            new_by_task.job_id = latest_checkpoints.job_id
+            and new_by_task.vertex_id = latest_checkpoints.vertex_id
+            and new_by_task.subtask_index = latest_checkpoints.subtask_index
+            and new_by_task.attempt = latest_checkpoints.attempt
 
     union all
 
@@ -111,7 +155,8 @@ tasks_to_run as (
         stale_tasks.subtask_index,
         stale_tasks.attempt,
         cast(null as bigint) as min_new_seq,
-        cast(array() as array<int>) as new_inputs
+        cast(array() as array<int>) as new_inputs,
+        true as has_checkpoints
     from stale_tasks
     left anti join new_by_task
         on
@@ -133,6 +178,7 @@ resume_points as (
         tasks_to_run.vertex_id,
         tasks_to_run.subtask_index,
         tasks_to_run.attempt,
+        tasks_to_run.has_checkpoints,
         coalesce(max(checkpoints.seq), -1) as resumed_after_seq,
         max_by(checkpoints.state, checkpoints.seq) as state,
         max_by(checkpoints.first_ms, checkpoints.seq) as resumed_first_ms,
@@ -152,11 +198,19 @@ resume_points as (
         tasks_to_run.job_id,
         tasks_to_run.vertex_id,
         tasks_to_run.subtask_index,
-        tasks_to_run.attempt
+        tasks_to_run.attempt,
+        tasks_to_run.has_checkpoints
 
 ),
 
 {% else %}
+
+landed as (
+
+    select coalesce(max(ingest_id), -1) as ingest_id
+    from bronze_watermark_events
+
+),
 
 progress as (
 
@@ -171,6 +225,7 @@ resume_points as (
         vertex_id,
         subtask_index,
         attempt,
+        false as has_checkpoints,
         cast(-1 as bigint) as resumed_after_seq,
         cast(null as string) as state,
         cast(null as bigint) as resumed_first_ms,
@@ -183,17 +238,48 @@ resume_points as (
 
 {% endif %}
 
-fed_events as (
+{%- for branch in (['bounded', 'from_start'] if fed_bound.sql else ['all']) %}
 
-    select valve_inputs.*
-    from valve_inputs
+{{ branch }}_fed_events as (
+
+    {%- if branch == 'bounded' %}
+    -- The tasks resumed from a checkpoint and the new ones, from the bronze files and row groups
+    -- the bound reaches: the events after the checkpoint, not the task's whole history.
+    {%- elif branch == 'from_start' %}
+    -- Tasks with checkpoints fed from their first event (a late event older than all of them, a
+    -- new input, other valve semantics): all their history. Mostly none, and broadcast: none
+    -- leaves bronze unread (adaptive execution).
+    {%- endif %}
+    select {{ '/*+ broadcast(resume_points) */ ' if branch == 'from_start' }}valve_inputs.*
+    from {{ '(select * from valve_inputs where ' ~ fed_bound.sql ~ ')' if branch == 'bounded'
+        else 'valve_inputs' }} as valve_inputs
     inner join resume_points
         on
             valve_inputs.job_id = resume_points.job_id
             and valve_inputs.vertex_id = resume_points.vertex_id
             and valve_inputs.subtask_index = resume_points.subtask_index
             and valve_inputs.attempt = resume_points.attempt
-    where valve_inputs.seq > resume_points.resumed_after_seq
+    where
+        valve_inputs.seq > resume_points.resumed_after_seq
+        {%- if branch == 'bounded' %}
+        and (resume_points.resumed_after_seq >= 0 or not resume_points.has_checkpoints)
+        {%- elif branch == 'from_start' %}
+        and resume_points.resumed_after_seq < 0
+        and resume_points.has_checkpoints
+        {%- endif %}
+
+),
+{%- endfor %}
+
+fed_events as (
+
+    {%- if fed_bound.sql %}
+    select * from bounded_fed_events
+    union all
+    select * from from_start_fed_events
+    {%- else %}
+    select * from all_fed_events
+    {%- endif %}
 
 ),
 

@@ -3,6 +3,7 @@
         materialized='incremental',
         incremental_strategy='insert_overwrite',
         partition_by=['job_id'],
+        on_schema_change='append_new_columns',
     )
 }}
 {#-
@@ -40,7 +41,8 @@ new_checkpoints as (
         state,
         get_json_object(state, '$.semantics') as semantics,
         task_inputs,
-        processed_ingest_id
+        processed_ingest_id,
+        fed_from_ms
     from valve_outputs
     where row_kind in ('state', 'checkpoint')
 
@@ -64,7 +66,11 @@ previous_checkpoints as (
         state,
         semantics,
         task_inputs,
-        processed_ingest_id
+        processed_ingest_id,
+        {#- A table from before fed_from_ms was kept: NULL, which bounds no read (the column is
+            added by this run, on_schema_change). #}
+        {{ 'fed_from_ms' if this is string or 'fed_from_ms' in adapter.get_columns_in_relation(this)
+            | map(attribute='name') | list else 'cast(null as bigint) as fed_from_ms' }}
     from {{ this }}
     where job_id in (select job_id from new_checkpoints)
 
@@ -134,6 +140,7 @@ final as (
         semantics,
         task_inputs,
         processed_ingest_id,
+        fed_from_ms,
         job_id
     from recent
     where recency <= 60

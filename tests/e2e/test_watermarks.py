@@ -28,6 +28,7 @@ import pytest
 
 from tests.e2e.conftest import DemoLake
 from tests.e2e.harness import dbt, tidemark, warehouse_rows
+from tests.e2e.warm import WarmLake
 from tests.events import status, watermark, write_jsonl
 from tests.unit.test_valve import (
     REALIGN_VECTOR,
@@ -216,6 +217,94 @@ def test_bad_input_reaching_the_udtf_fails_the_build_naming_task_and_seq(tmp_pat
         "input_index=0 seq=7: channel 5 is outside [0, 2)"
     )
     assert message in result.stdout, result.stdout[-5000:]
+
+
+def test_an_incremental_run_reads_bronze_only_where_its_tasks_resume(tmp_path: Path) -> None:
+    """An incremental run feeds a task the events after its checkpoint, and reads bronze only
+    where those can be: landed after the run that made the checkpoint, or with a ts_ms at or
+    after the earliest one that run fed (int_valve_outputs_computed). A row planted in bronze
+    outside that reach (the first commit, an hour earlier, a channel no valve has) is not read:
+    the incremental run succeeds; a full refresh of the same lake reads it and fails naming it.
+    Before the bound, every run read the whole of bronze and failed on it too."""
+    from deltalake import DeltaTable, write_deltalake
+
+    lake = Lake.from_env(tmp_path / "lake")
+
+    def events(seqs: range) -> list[dict]:
+        return [
+            watermark(
+                seq,
+                ts_ms=BASE_MS + 1_000 * seq,
+                channel_index=seq % 2,
+                num_channels=2,
+                watermark_ms=BASE_MS + 1_000 * seq - 500,
+            )
+            for seq in seqs
+        ]
+
+    with WarmLake(lake) as warm:
+        first = write_jsonl(tmp_path / "first.jsonl", events(range(1, 40)))
+        warm.tidemark("ingest", str(first)).check()
+        warm.dbt("run", *SELECT).check()
+        path = lake.bronze_table("watermark_events")
+        table = DeltaTable(str(path)).to_pyarrow_dataset().to_table()
+        planted = table.slice(0, 1).to_pylist()[0]
+        planted.update(seq=10_000, ts_ms=BASE_MS - 3_600_000, channel_index=5, line_number=99)
+        import pyarrow as pa
+
+        write_deltalake(
+            str(path), pa.Table.from_pylist([planted], schema=table.schema), mode="append"
+        )
+        second = write_jsonl(tmp_path / "second.jsonl", events(range(40, 60)))
+        warm.tidemark("ingest", str(second)).check()
+        result = warm.dbt("run", *SELECT)
+        assert result.returncode == 0, result.stdout[-5000:]
+        emitted = warm.sql_rows("select max(seq) as seq from tidemark.fct_valve_emissions")
+        assert emitted[0]["seq"] == 59
+        result = warm.dbt("run", "--full-refresh", *SELECT)
+        assert result.returncode != 0, result.stdout[-5000:]
+        assert "seq=10000: channel 5 is outside [0, 2)" in result.stdout, result.stdout[-5000:]
+
+
+def test_checkpoints_kept_from_before_fed_from_ms_gain_the_column(tmp_path: Path) -> None:
+    """A lake whose checkpoints predate `fed_from_ms` (CHANGELOG, Migration): the next run adds
+    the column, NULL in the old checkpoints, resumes from them reading all of bronze, and gives
+    the marts a full refresh gives."""
+    lake = Lake.from_env(tmp_path / "lake")
+    checkpoints = "tidemark_intermediate.int_valve_states_checkpointed"
+    old_columns = (
+        "vertex_id, subtask_index, attempt, batch_id, seq, first_ms, effective_ms,"
+        " resumed_after_seq, state, semantics, task_inputs, processed_ingest_id, job_id"
+    )
+    with WarmLake(lake) as warm:
+        first = [
+            watermark(seq, ts_ms=BASE_MS + 1_000 * seq, channel_index=seq % 2)
+            for seq in range(1, 40)
+        ]
+        warm.tidemark("ingest", str(write_jsonl(tmp_path / "first.jsonl", first))).check()
+        warm.dbt("run", *SELECT).check()
+        warm.sql_rows(
+            f"create table {checkpoints}_old using parquet partitioned by (job_id)"
+            f" as select {old_columns} from {checkpoints}"
+        )
+        warm.sql_rows(f"drop table {checkpoints}")
+        warm.sql_rows(f"alter table {checkpoints}_old rename to {checkpoints}")
+        second = [
+            watermark(seq, ts_ms=BASE_MS + 1_000 * seq, channel_index=seq % 2)
+            for seq in range(40, 60)
+        ]
+        warm.tidemark("ingest", str(write_jsonl(tmp_path / "second.jsonl", second))).check()
+        warm.dbt("run", *SELECT).check()
+        kept = warm.sql_rows(
+            f"select count_if(fed_from_ms is null) as old, count_if(fed_from_ms is not null) as new"
+            f" from {checkpoints}"
+        )
+        assert kept[0]["old"] > 0 and kept[0]["new"] > 0, kept
+        incremental = {name: warm.sql_rows(f"select * from tidemark.{name}") for name in MARTS}
+        warm.dbt("run", "--full-refresh", *SELECT).check()
+        for name in MARTS:
+            want = warm.sql_rows(f"select * from tidemark.{name}")
+            assert canonical(incremental[name]) == canonical(want), name
 
 
 # ---------------------------------------------------------------------------- incremental
