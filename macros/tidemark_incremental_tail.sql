@@ -94,7 +94,7 @@
             'plan': "valve_outputs where row_kind = 'state'",
             'from_start': 'resumed_after_seq = -1',
             'message': 'computed only part of the tasks: rebuild the watermark models together, '
-                ~ 'e.g. dbt build --full-refresh --select int_valve_outputs_computed+',
+                ~ 'e.g. dbt build --full-refresh --select int_valve_tasks_planned+',
         },
     } -%}
     select * from {{ recomputed }}

@@ -9,16 +9,15 @@
     so measurements never run backwards, never overlap within one gauge and never give negative
     milliseconds. When a task replays from an anchor, its clock starts from the anchor's clock.
 
-    Reads the bronze sources, with their bounds on ingest_id and ts_ms that reach the parquet
-    scans, and repeats staging's one rule that matters here (`backpressured` is the soft gauge).
+    Reads the bronze sources, only the files that can hold a replayed event, and repeats staging's one rule that matters here (`backpressured` is the soft gauge).
     Bronze holds each identity once (decision 0011). docs/decisions/0004-gauge-incremental.md.
 -#}
 {#- Every replayed event landed after the last checkpoint or has a ts_ms at or after the smallest
     one among the checkpointed events after the anchors. The two bounds are read from the plan
-    (built earlier in this run) while compiling: as literals Spark pushes them into the parquet
-    scans, which skip the row groups of older commits and times; as scalar subqueries they were
-    not pushed, and every bronze event ever landed was read. In a unit test the plan is a fixture,
-    so the bounds stay subqueries there. -#}
+    (built earlier in this run) while compiling, and choose the bronze files that can hold such
+    events (tidemark_bronze_reach); as scalar subqueries they were not pushed into the scans, and
+    every bronze event ever landed was read. The join with the plan below picks the events
+    exactly. In a unit test the plan is a fixture, so the bounds stay subqueries there. -#}
 {%- set planned_relation = ref('int_timer_tasks_planned') -%}
 {%- if execute and model.resource_type != 'unit_test' -%}
     {%- set bounds = run_query(
@@ -26,15 +25,18 @@
         ~ planned_relation ~ ' where is_changed'
     ).rows[0] -%}
     {%- if bounds[1] is none -%}
-        {%- set replayed = 'false  -- no task changed' -%}
+        {%- set replayed = {'timer_events': 'false', 'watermark_events': 'false'} -%}
     {%- else -%}
-        {%- set replayed = 'ingest_id > cast(' ~ (bounds[0] | int) ~ ' as bigint) or ts_ms >= cast('
-            ~ (bounds[1] | int) ~ ' as bigint)' -%}
+        {%- set replayed = {} -%}
+        {%- for table in ['timer_events', 'watermark_events'] -%}
+            {%- do replayed.update({table: tidemark_bronze_reach(table, bounds[0], bounds[1])}) -%}
+        {%- endfor -%}
     {%- endif -%}
 {%- else -%}
     {%- set of_plan = 'from ' ~ planned_relation ~ ' where is_changed' -%}
-    {%- set replayed = 'ingest_id > (select max(previous_processed_ingest_id) ' ~ of_plan
+    {%- set on_plan = 'ingest_id > (select max(previous_processed_ingest_id) ' ~ of_plan
         ~ ') or ts_ms >= (select min(replay_min_ts_ms) ' ~ of_plan ~ ')' -%}
+    {%- set replayed = {'timer_events': on_plan, 'watermark_events': on_plan} -%}
 {%- endif %}
 
 with
@@ -49,14 +51,14 @@ planned as (
 bronze_timer_events as (
 
     select * from {{ source('bronze', 'timer_events') }}
-    where {{ replayed }}
+    where {{ replayed.timer_events }}
 
 ),
 
 bronze_watermark_events as (
 
     select * from {{ source('bronze', 'watermark_events') }}
-    where {{ replayed }}
+    where {{ replayed.watermark_events }}
 
 ),
 

@@ -36,15 +36,17 @@
     {#- The checkpointed partitions an anchor can be in (the seconds' partitions the plan reads): from
         the earliest horizon of a task with new events, minus the lookback (and minus a minute,
         for the first look). -#}
+    {%- set landed_tasks = [] -%}
+    {%- for table in ['timer_events', 'watermark_events', 'capture_gaps'] -%}
+        {%- do landed_tasks.append(
+            'select job_id, vertex_id, subtask_index, attempt from ' ~ source('bronze', table)
+            ~ ' where ' ~ tidemark_bronze_reach(table, progress.columns[0].values()[0])
+            ~ ' and ingest_id > ' ~ processed_ingest_id
+        ) -%}
+    {%- endfor -%}
     {%- set search_window = run_query(
         'select min(horizon_ms) - ' ~ lookback_ms ~ ', min(horizon_ms) - ' ~ near_ms ~ ' from '
-        ~ tasks_checkpoint
-        ~ ' left semi join (select job_id, vertex_id, subtask_index, attempt from '
-        ~ source('bronze', 'timer_events') ~ ' where ingest_id > ' ~ processed_ingest_id
-        ~ ' union all select job_id, vertex_id, subtask_index, attempt from '
-        ~ source('bronze', 'watermark_events') ~ ' where ingest_id > ' ~ processed_ingest_id
-        ~ ' union all select job_id, vertex_id, subtask_index, attempt from '
-        ~ source('bronze', 'capture_gaps') ~ ' where ingest_id > ' ~ processed_ingest_id
+        ~ tasks_checkpoint ~ ' left semi join (' ~ landed_tasks | join(' union all ')
         ~ ') using (job_id, vertex_id, subtask_index, attempt)'
     ) -%}
     {%- set search_from_ms = search_window.columns[0].values()[0] -%}
@@ -87,17 +89,30 @@ checkpointed_seconds as (
 
 ),
 
+progress as (
+
+    select coalesce(max(processed_ingest_id), -1) as processed_ingest_id
+    from checkpointed_tasks
+
+),
+
 new_events as (
 
-    select bronze_timer_events.*
-    from bronze_timer_events
-    where ingest_id > {{ processed_ingest_id }}
+    -- The events landed after the checkpoint, read from the files that can hold them and
+    -- compared with the progress as a column: the same generated code in every run.
+    {%- for table in ['timer_events', 'watermark_events'] %}
+    {%- if not loop.first %}
 
     union all
+    {% endif %}
 
-    select bronze_watermark_events.*
-    from bronze_watermark_events
-    where ingest_id > {{ processed_ingest_id }}
+    select bronze.job_id, bronze.vertex_id, bronze.subtask_index, bronze.attempt, bronze.seq,
+        bronze.ts_ms, bronze.ingest_id
+    from {{ source('bronze', table) }} as bronze
+    inner join progress
+        on bronze.ingest_id > progress.processed_ingest_id
+    where {{ tidemark_bronze_reach(table, progress.columns[0].values()[0]) }}
+    {%- endfor %}
 
 ),
 

@@ -28,7 +28,8 @@ final as (
         watermark_ms,
         status,
         {{ tidemark_valve_input_code() }} as input_code,
-        ingest_id
+        ingest_id,
+        data_file
     from watermark_events
 
 )

@@ -6,48 +6,41 @@
     its first event. Rebuilt every run; the marts add it to what they hold and int_valve_states_checkpointed
     keeps the state rows. See docs/decisions/0005-valve-incremental.md.
 
-    Full run (first build, --full-refresh, a watermark model missing): every task from its first
-    event. New events are found in the bronze source by ingest_id; the events fed to the valves
-    come from staging (bronze holds each identity once, decision 0011).
+    The tasks and their resume points are int_valve_tasks_planned's; the events fed to the valves
+    come from staging (bronze holds each identity once, decision 0011), only from the bronze files
+    that can hold them.
 -#}
-{%- set checkpoints_relation = tidemark_model_relation('int_valve_states_checkpointed') -%}
-{%- set ns = namespace(is_incremental_run=execute and not flags.FULL_REFRESH and checkpoints_relation is not none) -%}
-{%- for model_name in ['fct_valve_emissions', 'fct_task_watermarks', 'fct_watermark_seconds', 'fct_vertex_watermark_seconds'] -%}
-    {%- if ns.is_incremental_run and tidemark_model_relation(model_name) is none -%}
-        {%- set ns.is_incremental_run = false -%}
-    {%- endif -%}
-{%- endfor -%}
 {%- set semantics = var('valve_semantics', 'flink-1.13-2.0') -%}
-{%- set keys = 'job_id, vertex_id, subtask_index, attempt' -%}
-{%- set fed_bound = namespace(sql=none) -%}
-{%- if ns.is_incremental_run -%}
-    {#- Read while compiling, as literals that reach the bronze scans (as int_timer_tasks_planned
-        does): the newest bronze commit the checkpoints account for, and how far back the events
-        fed to the tasks with new events can lie. A task resumed from a checkpoint is fed the
-        events after it in seq order: each landed after the checkpoint's processed_ingest_id or,
-        landed by then, was fed in the run that made it, so has a ts_ms at or after its
-        fed_from_ms. The bound is the loosest over every kept checkpoint of these tasks (any of
-        them may be resumed from); a new task's events all landed after the progress. -#}
-    {%- set progress = run_query(
-        'select coalesce(max(processed_ingest_id), -1) from ' ~ checkpoints_relation
-    ).rows[0][0] | int -%}
-    {%- set processed_ingest_id = 'cast(' ~ progress ~ ' as bigint)' -%}
-    {%- set has_fed_from = 'fed_from_ms' in adapter.get_columns_in_relation(checkpoints_relation)
-        | map(attribute='name') | list -%}
+{%- set planned_relation = ref('int_valve_tasks_planned') -%}
+{%- set fed = namespace(bound=none, from_start=false) -%}
+{%- if execute and model.resource_type != 'unit_test' -%}
+    {#- Where the events fed can be in bronze, read from the plan while compiling. A task resumed
+        from a checkpoint is fed the events after it in seq order: each landed after the
+        checkpoint's run (ingest_id above its processed_ingest_id) or, landed by then, was fed by
+        that run after the checkpoint, so has a ts_ms at or after its later_from_ms. A new task's
+        events all landed after the progress. The files that can hold such events are read
+        (tidemark_bronze_reach); the join below picks the events exactly. Tasks with checkpoints
+        that replay from their first event read their whole history, in a branch of their own.
+        A full plan (progress -1), or a checkpoint from before later_from_ms, reads everything.
+        In a unit test the plan is a fixture and everything is read. -#}
     {%- set reach = run_query(
-        'select min(processed_ingest_id), '
-        ~ ('min(fed_from_ms), count_if(fed_from_ms is null)' if has_fed_from else 'null, count(*)')
-        ~ ' from ' ~ checkpoints_relation ~ ' left semi join (select ' ~ keys ~ ' from '
-        ~ source('bronze', 'watermark_events') ~ ' where ingest_id > ' ~ processed_ingest_id
-        ~ ') using (' ~ keys ~ ')'
+        'select max(previous_processed_ingest_id),'
+        ~ ' min(case when resumed_after_seq >= 0 then resumed_processed_ingest_id end),'
+        ~ ' min(case when resumed_after_seq >= 0 then resumed_later_from_ms end),'
+        ~ ' count_if(resumed_after_seq >= 0 and resumed_later_from_ms is null),'
+        ~ ' count_if(resumed_after_seq < 0 and has_checkpoints)'
+        ~ ' from ' ~ planned_relation
     ).rows[0] -%}
+    {%- set progress = reach[0] | int if reach[0] is not none else -1 -%}
     {%- if reach[0] is none -%}
-        {%- set fed_bound.sql = 'ingest_id > ' ~ processed_ingest_id -%}
-    {%- elif (reach[2] | int) == 0 -%}
-        {%- set fed_bound.sql = 'ingest_id > cast(' ~ (reach[0] | int) ~ ' as bigint) or ts_ms >= cast('
-            ~ (reach[1] | int) ~ ' as bigint)' -%}
+        {%- set fed.bound = 'false  -- no task to feed' -%}
+    {%- elif progress >= 0 and (reach[3] | int) == 0 -%}
+        {%- set after_ingest_id = [progress, reach[1] | int] | min if reach[1] is not none
+            else progress -%}
+        {%- set fed.bound = tidemark_bronze_reach('watermark_events', after_ingest_id, reach[2]) -%}
+        {%- set fed.from_start = (reach[4] | int) > 0 -%}
     {%- endif -%}
-{%- endif -%}
+{%- endif %}
 
 with
 
@@ -57,188 +50,14 @@ valve_inputs as (
 
 ),
 
-bronze_watermark_events as (
-
-    select job_id, vertex_id, subtask_index, attempt, seq, input_index, ingest_id
-    from {{ source('bronze', 'watermark_events') }}
-
-),
-
-{% if ns.is_incremental_run %}
-
-landed as (
-
-    select greatest({{ processed_ingest_id }}, max(ingest_id)) as ingest_id
-    from bronze_watermark_events
-    where ingest_id > {{ processed_ingest_id }}
-
-),
-
-checkpoints as (
-
-    select * from {{ checkpoints_relation }}
-
-),
-
-progress as (
-
-    select
-        coalesce(max(processed_ingest_id), -1) as processed_ingest_id,
-        coalesce(max(batch_id), 0) as batch_id
-    from checkpoints
-
-),
-
-new_by_task as (
-
-    select
-        job_id,
-        vertex_id,
-        subtask_index,
-        attempt,
-        min(seq) as min_new_seq,
-        collect_set(input_index) as new_inputs
-    from bronze_watermark_events
-    where ingest_id > {{ processed_ingest_id }}
-    group by job_id, vertex_id, subtask_index, attempt
-
-),
-
-latest_checkpoints as (
-
-    select *
-    from (
-        select
-            checkpoints.*,
-            row_number() over (
-                partition by job_id, vertex_id, subtask_index, attempt
-                order by batch_id desc, seq desc
-            ) as recency
-        from checkpoints
-    )
-    where recency = 1
-
-),
-
-stale_tasks as (
-
-    -- Tasks computed under other valve semantics than this run's: replayed from their start.
-    select job_id, vertex_id, subtask_index, attempt
-    from latest_checkpoints
-    where semantics != '{{ semantics }}'
-
-),
-
-tasks_to_run as (
-
-    select
-        new_by_task.job_id,
-        new_by_task.vertex_id,
-        new_by_task.subtask_index,
-        new_by_task.attempt,
-        new_by_task.min_new_seq,
-        new_by_task.new_inputs,
-        latest_checkpoints.seq is not null as has_checkpoints
-    from new_by_task
-    left join latest_checkpoints
-        on
-            new_by_task.job_id = latest_checkpoints.job_id
-            and new_by_task.vertex_id = latest_checkpoints.vertex_id
-            and new_by_task.subtask_index = latest_checkpoints.subtask_index
-            and new_by_task.attempt = latest_checkpoints.attempt
-
-    union all
-
-    select
-        stale_tasks.job_id,
-        stale_tasks.vertex_id,
-        stale_tasks.subtask_index,
-        stale_tasks.attempt,
-        cast(null as bigint) as min_new_seq,
-        cast(array() as array<int>) as new_inputs,
-        true as has_checkpoints
-    from stale_tasks
-    left anti join new_by_task
-        on
-            stale_tasks.job_id = new_by_task.job_id
-            and stale_tasks.vertex_id = new_by_task.vertex_id
-            and stale_tasks.subtask_index = new_by_task.subtask_index
-            and stale_tasks.attempt = new_by_task.attempt
-
-),
-
 resume_points as (
 
-    -- The newest checkpoint before the task's first new event (every kept checkpoint is still
-    -- usable: int_valve_states_checkpointed drops superseded ones), made with this run's semantics and
-    -- knowing every input the new events use (the combiner needs all inputs from the start).
-    -- None: replay from the first event.
-    select
-        tasks_to_run.job_id,
-        tasks_to_run.vertex_id,
-        tasks_to_run.subtask_index,
-        tasks_to_run.attempt,
-        tasks_to_run.has_checkpoints,
-        coalesce(max(checkpoints.seq), -1) as resumed_after_seq,
-        max_by(checkpoints.state, checkpoints.seq) as state,
-        max_by(checkpoints.first_ms, checkpoints.seq) as resumed_first_ms,
-        max_by(checkpoints.effective_ms, checkpoints.seq) as resumed_effective_ms,
-        max_by(checkpoints.task_inputs, checkpoints.seq) as resumed_task_inputs
-    from tasks_to_run
-    left join checkpoints
-        on
-            tasks_to_run.job_id = checkpoints.job_id
-            and tasks_to_run.vertex_id = checkpoints.vertex_id
-            and tasks_to_run.subtask_index = checkpoints.subtask_index
-            and tasks_to_run.attempt = checkpoints.attempt
-            and checkpoints.seq < tasks_to_run.min_new_seq
-            and checkpoints.semantics = '{{ semantics }}'
-            and size(array_except(tasks_to_run.new_inputs, checkpoints.task_inputs)) = 0
-    group by
-        tasks_to_run.job_id,
-        tasks_to_run.vertex_id,
-        tasks_to_run.subtask_index,
-        tasks_to_run.attempt,
-        tasks_to_run.has_checkpoints
+    select * from {{ planned_relation }}
 
 ),
 
-{% else %}
-
-landed as (
-
-    select coalesce(max(ingest_id), -1) as ingest_id
-    from bronze_watermark_events
-
-),
-
-progress as (
-
-    select cast(-1 as bigint) as processed_ingest_id, cast(0 as bigint) as batch_id
-
-),
-
-resume_points as (
-
-    select
-        job_id,
-        vertex_id,
-        subtask_index,
-        attempt,
-        false as has_checkpoints,
-        cast(-1 as bigint) as resumed_after_seq,
-        cast(null as string) as state,
-        cast(null as bigint) as resumed_first_ms,
-        cast(null as bigint) as resumed_effective_ms,
-        cast(null as array<int>) as resumed_task_inputs
-    from valve_inputs
-    group by job_id, vertex_id, subtask_index, attempt
-
-),
-
-{% endif %}
-
-{%- for branch in (['bounded', 'from_start'] if fed_bound.sql else ['all']) %}
+{%- set branches = ['bounded'] + (['from_start'] if fed.from_start else []) if fed.bound else ['all'] %}
+{%- for branch in branches %}
 
 {{ branch }}_fed_events as (
 
@@ -247,11 +66,10 @@ resume_points as (
     -- the bound reaches: the events after the checkpoint, not the task's whole history.
     {%- elif branch == 'from_start' %}
     -- Tasks with checkpoints fed from their first event (a late event older than all of them, a
-    -- new input, other valve semantics): all their history. Mostly none, and broadcast: none
-    -- leaves bronze unread (adaptive execution).
+    -- new input, other valve semantics): all their history. Few, and broadcast.
     {%- endif %}
     select {{ '/*+ broadcast(resume_points) */ ' if branch == 'from_start' }}valve_inputs.*
-    from {{ '(select * from valve_inputs where ' ~ fed_bound.sql ~ ')' if branch == 'bounded'
+    from {{ '(select * from valve_inputs where ' ~ fed.bound ~ ')' if branch == 'bounded'
         else 'valve_inputs' }} as valve_inputs
     inner join resume_points
         on
@@ -273,13 +91,12 @@ resume_points as (
 
 fed_events as (
 
-    {%- if fed_bound.sql %}
-    select * from bounded_fed_events
+    {%- for branch in branches %}
+    {%- if not loop.first %}
     union all
-    select * from from_start_fed_events
-    {%- else %}
-    select * from all_fed_events
     {%- endif %}
+    select * from {{ branch }}_fed_events
+    {%- endfor %}
 
 ),
 
@@ -417,8 +234,8 @@ final as (
         task_inputs.fed_from_ms,
         resume_points.resumed_first_ms,
         resume_points.resumed_effective_ms,
-        (select batch_id from progress) + 1 as batch_id,
-        (select ingest_id from landed) as processed_ingest_id
+        resume_points.batch_id,
+        resume_points.processed_ingest_id
     from valve_outputs
     inner join task_inputs
         on

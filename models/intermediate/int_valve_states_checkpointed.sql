@@ -8,7 +8,7 @@
 }}
 {#-
     The saved state of every task's valves and clock, a few checkpoints per task, from which the
-    next run resumes it (int_valve_outputs_computed reads this table without ref(), because it is
+    next run resumes it (int_valve_tasks_planned reads this table without ref(), because it is
     written after the marts: the commit point of a run). A run that dies before this model
     leaves the previous checkpoints, so the next run recomputes the same work and the marts,
     which replace what a recomputation covers, converge. See docs/decisions/0005-valve-incremental.md.
@@ -42,7 +42,11 @@ new_checkpoints as (
         get_json_object(state, '$.semantics') as semantics,
         task_inputs,
         processed_ingest_id,
-        fed_from_ms
+        -- Where the events after the checkpoint that its run fed lie: none after the run's final
+        -- state; at or after the smallest ts_ms the run fed, after one made along the way.
+        case
+            when row_kind = 'state' then cast(9223372036854775807 as bigint) else fed_from_ms
+        end as later_from_ms
     from valve_outputs
     where row_kind in ('state', 'checkpoint')
 
@@ -67,10 +71,10 @@ previous_checkpoints as (
         semantics,
         task_inputs,
         processed_ingest_id,
-        {#- A table from before fed_from_ms was kept: NULL, which bounds no read (the column is
-            added by this run, on_schema_change). #}
-        {{ 'fed_from_ms' if this is string or 'fed_from_ms' in adapter.get_columns_in_relation(this)
-            | map(attribute='name') | list else 'cast(null as bigint) as fed_from_ms' }}
+        {#- A table from before later_from_ms: NULL, which bounds no read (the column is added
+            by this run, on_schema_change). #}
+        {{ 'later_from_ms' if this is string or 'later_from_ms' in adapter.get_columns_in_relation(this)
+            | map(attribute='name') | list else 'cast(null as bigint) as later_from_ms' }}
     from {{ this }}
     where job_id in (select job_id from new_checkpoints)
 
@@ -140,7 +144,7 @@ final as (
         semantics,
         task_inputs,
         processed_ingest_id,
-        fed_from_ms,
+        later_from_ms,
         job_id
     from recent
     where recency <= 60

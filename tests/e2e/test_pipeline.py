@@ -131,7 +131,7 @@ def test_a_model_rebuilt_alone_from_a_partial_plan_fails_saying_what_to_rebuild(
         )
     ]
     lake = Lake.from_env(tmp_path / "lake")
-    models = ["--select", "int_timer_tasks_planned+", "int_valve_outputs_computed+"]
+    models = ["--select", "int_timer_tasks_planned+", "int_valve_tasks_planned+"]
     models += ["--exclude", "path:models/marts/analysis", "path:models/marts/conformance"]
     with WarmLake(lake) as warm:
         for k, batch in enumerate((events[:40], events[40:])):  # the second resumes the task
@@ -140,7 +140,7 @@ def test_a_model_rebuilt_alone_from_a_partial_plan_fails_saying_what_to_rebuild(
         for model, rebuild in (
             ("fct_subtask_seconds", "int_timer_tasks_planned+"),
             ("fct_subtask_flink_gauges", "int_timer_tasks_planned+"),
-            ("fct_valve_emissions", "int_valve_outputs_computed+"),
+            ("fct_valve_emissions", "int_valve_tasks_planned+"),
         ):
             result = warm.dbt("show", "--full-refresh", "--select", model)
             assert result.returncode != 0, result.stdout
@@ -189,7 +189,7 @@ def test_an_incremental_run_reads_no_partition_before_what_it_replaces(tmp_path:
     ]
     first, second = events[: 2 * 345], events[2 * 345 :]  # 11.5 minutes, then 70 s more
     lake = Lake.from_env(tmp_path / "lake")
-    models = ["--select", "int_timer_tasks_planned+", "int_valve_outputs_computed+"]
+    models = ["--select", "int_timer_tasks_planned+", "int_valve_tasks_planned+"]
     models += ["--exclude", "path:models/marts/analysis", "path:models/marts/conformance"]
     with WarmLake(lake) as warm:
         warm.tidemark("ingest", str(write_jsonl(tmp_path / "first.jsonl", first))).check()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -220,12 +221,12 @@ def test_bad_input_reaching_the_udtf_fails_the_build_naming_task_and_seq(tmp_pat
 
 
 def test_an_incremental_run_reads_bronze_only_where_its_tasks_resume(tmp_path: Path) -> None:
-    """An incremental run feeds a task the events after its checkpoint, and reads bronze only
-    where those can be: landed after the run that made the checkpoint, or with a ts_ms at or
-    after the earliest one that run fed (int_valve_outputs_computed). A row planted in bronze
-    outside that reach (the first commit, an hour earlier, a channel no valve has) is not read:
-    the incremental run succeeds; a full refresh of the same lake reads it and fails naming it.
-    Before the bound, every run read the whole of bronze and failed on it too."""
+    """An incremental run feeds a task the events after its checkpoint, and reads only the
+    bronze files that can hold them (int_valve_outputs_computed): after the previous run's final
+    state, the files landed since. A row planted in bronze outside that reach (the first commit,
+    an hour earlier, a channel no valve has) is not read: the incremental run succeeds; a full
+    refresh of the same lake reads it and fails naming it. Before the bound, every run read the
+    whole of bronze and failed on it too."""
     from deltalake import DeltaTable, write_deltalake
 
     lake = Lake.from_env(tmp_path / "lake")
@@ -252,13 +253,22 @@ def test_an_incremental_run_reads_bronze_only_where_its_tasks_resume(tmp_path: P
         planted.update(seq=10_000, ts_ms=BASE_MS - 3_600_000, channel_index=5, line_number=99)
         import pyarrow as pa
 
+        files_before = set(_data_files(path))
         write_deltalake(
             str(path), pa.Table.from_pylist([planted], schema=table.schema), mode="append"
         )
+        (planted_file,) = set(_data_files(path)) - files_before
         second = write_jsonl(tmp_path / "second.jsonl", events(range(40, 60)))
         warm.tidemark("ingest", str(second)).check()
+        landed = set(_data_files(path)) - files_before - {planted_file}
         result = warm.dbt("run", *SELECT)
         assert result.returncode == 0, result.stdout[-5000:]
+        # The run named the files it read (macros/tidemark_bronze_reach.sql): the new ones only.
+        compiled = lake.root.parent / ".dbt" / "target" / "run" / "tidemark" / "models"
+        for model in ("int_valve_tasks_planned", "int_valve_outputs_computed"):
+            sql = (compiled / "intermediate" / f"{model}.sql").read_text()
+            named = re.findall(r"data_file in \(([^)]*)\)", sql)
+            assert named and all(set(re.findall(r"'([^']+)'", n)) == landed for n in named), sql
         emitted = warm.sql_rows("select max(seq) as seq from tidemark.fct_valve_emissions")
         assert emitted[0]["seq"] == 59
         result = warm.dbt("run", "--full-refresh", *SELECT)
@@ -266,8 +276,8 @@ def test_an_incremental_run_reads_bronze_only_where_its_tasks_resume(tmp_path: P
         assert "seq=10000: channel 5 is outside [0, 2)" in result.stdout, result.stdout[-5000:]
 
 
-def test_checkpoints_kept_from_before_fed_from_ms_gain_the_column(tmp_path: Path) -> None:
-    """A lake whose checkpoints predate `fed_from_ms` (CHANGELOG, Migration): the next run adds
+def test_checkpoints_kept_from_before_later_from_ms_gain_the_column(tmp_path: Path) -> None:
+    """A lake whose checkpoints predate `later_from_ms` (CHANGELOG, Migration): the next run adds
     the column, NULL in the old checkpoints, resumes from them reading all of bronze, and gives
     the marts a full refresh gives."""
     lake = Lake.from_env(tmp_path / "lake")
@@ -296,8 +306,8 @@ def test_checkpoints_kept_from_before_fed_from_ms_gain_the_column(tmp_path: Path
         warm.tidemark("ingest", str(write_jsonl(tmp_path / "second.jsonl", second))).check()
         warm.dbt("run", *SELECT).check()
         kept = warm.sql_rows(
-            f"select count_if(fed_from_ms is null) as old, count_if(fed_from_ms is not null) as new"
-            f" from {checkpoints}"
+            "select count_if(later_from_ms is null) as old,"
+            f" count_if(later_from_ms is not null) as new from {checkpoints}"
         )
         assert kept[0]["old"] > 0 and kept[0]["new"] > 0, kept
         incremental = {name: warm.sql_rows(f"select * from tidemark.{name}") for name in MARTS}
@@ -305,6 +315,12 @@ def test_checkpoints_kept_from_before_fed_from_ms_gain_the_column(tmp_path: Path
         for name in MARTS:
             want = warm.sql_rows(f"select * from tidemark.{name}")
             assert canonical(incremental[name]) == canonical(want), name
+
+
+def _data_files(path: Path) -> list[str]:
+    from deltalake import DeltaTable
+
+    return [uri.rsplit("/", 1)[-1] for uri in DeltaTable(str(path)).file_uris()]
 
 
 # ---------------------------------------------------------------------------- incremental

@@ -73,6 +73,48 @@ def test_compaction_leaves_removed_files_on_disk_and_spark_ignores_them(
     assert globbed == 2 * len(before)  # what a folder glob would have read
 
 
+def test_files_views_bound_each_data_file_the_views_read(spark, tmp_path: Path, lake: Lake) -> None:
+    """bronze.<table>_files holds, per data file of the snapshot, the ingest_id and ts_ms range
+    of the rows the view reads from it (the column data_file); after a compaction, the new file."""
+    _land_in_many_commits(tmp_path, lake)
+
+    def bounds(table: str) -> tuple[list[tuple], list[tuple]]:
+        seen = spark.sql(
+            f"select data_file, min(ingest_id), max(ingest_id), min(ts_ms), max(ts_ms)"
+            f" from bronze.{table} group by data_file"
+        ).collect()
+        listed = spark.sql(
+            f"select data_file, min_ingest_id, max_ingest_id, min_ts_ms, max_ts_ms"
+            f" from bronze.{table}_files"
+        ).collect()
+        return sorted(map(tuple, seen)), sorted(map(tuple, listed))
+
+    register_bronze(spark, lake)
+    for table in ("timer_events", "watermark_events"):
+        seen, listed = bounds(table)
+        assert len(listed) == 6 and seen == listed, (seen, listed)
+    assert spark.sql("select count(*) from bronze.capture_gaps_files").first()[0] == 0
+
+    DeltaTable(str(lake.bronze_table("timer_events"))).optimize.compact()
+    register_bronze(spark, lake)
+    seen, listed = bounds("timer_events")
+    assert len(listed) == 1 and seen == listed, (seen, listed)
+    first, last = listed[0][1], listed[0][2]
+    assert last > first  # one file now holds several commits
+
+
+def test_a_partitioned_bronze_table_is_refused(tmp_path: Path) -> None:
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from tidemark.spark.bronze import BronzeReadError
+
+    path = str(tmp_path / "timer_events")
+    write_deltalake(path, pa.table({"job_id": ["j"], "seq": [1]}), partition_by=["job_id"])
+    with pytest.raises(BronzeReadError, match="is partitioned; tidemark's bronze tables never are"):
+        snapshot_files(path)
+
+
 def test_views_follow_new_commits_when_registered_again(spark, tmp_path: Path, lake: Lake) -> None:
     ingest([write_jsonl(tmp_path / "a.jsonl", [timer(0)])], lake)
     register_bronze(spark, lake)

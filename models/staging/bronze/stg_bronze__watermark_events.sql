@@ -22,7 +22,8 @@ final as (
         cast(watermark_ms as bigint) as watermark_ms,
         cast(status as string) as status,
         cast(ingest_id as bigint) as ingest_id,
-        cast(ingested_at as timestamp) as ingested_at
+        cast(ingested_at as timestamp) as ingested_at,
+        data_file
     from source
 
 )

@@ -1,0 +1,253 @@
+{#-
+    The plan of one run of the watermark models: one row per task (job_id, vertex_id,
+    subtask_index, attempt) that the run feeds through the valves, with the checkpoint it resumes
+    from, or none (from its first event), and what that checkpoint says about where the task's
+    later events can be in bronze. int_valve_outputs_computed reads it while compiling, to read
+    only those bronze files. Rebuilt every run; docs/decisions/0005-valve-incremental.md.
+
+    Incremental plan: the tasks with events landed after the newest checkpoint's
+    processed_ingest_id, each resumed from its newest checkpoint before its first new event made
+    with this run's semantics and knowing every input the new events use (C1), and the tasks whose
+    checkpoints have other valve semantics, replayed from their first event. Full plan (first
+    build, --full-refresh, a watermark model missing): every task, from its first event.
+-#}
+{%- set checkpoints_relation = tidemark_model_relation('int_valve_states_checkpointed') -%}
+{%- set ns = namespace(is_incremental_run=execute and not flags.FULL_REFRESH and checkpoints_relation is not none) -%}
+{%- for model_name in ['fct_valve_emissions', 'fct_task_watermarks', 'fct_watermark_seconds', 'fct_vertex_watermark_seconds'] -%}
+    {%- if ns.is_incremental_run and tidemark_model_relation(model_name) is none -%}
+        {%- set ns.is_incremental_run = false -%}
+    {%- endif -%}
+{%- endfor -%}
+{%- set semantics = var('valve_semantics', 'flink-1.13-2.0') -%}
+{%- if ns.is_incremental_run -%}
+    {#- The newest bronze commit the checkpoints account for, read while compiling to choose the
+        bronze files that can hold newer rows (tidemark_bronze_reach). A checkpoint table from
+        before later_from_ms is read as if each had NULL there. -#}
+    {%- set progress = run_query(
+        'select coalesce(max(processed_ingest_id), -1) from ' ~ checkpoints_relation
+    ).rows[0][0] | int -%}
+    {%- set processed_ingest_id = 'cast(' ~ progress ~ ' as bigint)' -%}
+    {%- set new_files = tidemark_bronze_reach('watermark_events', progress) -%}
+    {%- set has_later_from = 'later_from_ms' in adapter.get_columns_in_relation(checkpoints_relation)
+        | map(attribute='name') | list -%}
+{%- endif %}
+
+with
+
+bronze_watermark_events as (
+
+    select job_id, vertex_id, subtask_index, attempt, seq, input_index, ingest_id, data_file
+    from {{ source('bronze', 'watermark_events') }}
+
+),
+
+{% if ns.is_incremental_run %}
+
+landed as (
+
+    -- The newest bronze commit this run accounts for.
+    select greatest({{ processed_ingest_id }}, max(ingest_id)) as ingest_id
+    from bronze_watermark_events
+    where {{ new_files }}
+
+),
+
+checkpoints as (
+
+    select
+        *{{ '' if has_later_from else ', cast(null as bigint) as later_from_ms' }}
+    from {{ checkpoints_relation }}
+
+),
+
+progress as (
+
+    select
+        coalesce(max(processed_ingest_id), -1) as processed_ingest_id,
+        coalesce(max(batch_id), 0) as batch_id
+    from checkpoints
+
+),
+
+new_by_task as (
+
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        min(seq) as min_new_seq,
+        collect_set(input_index) as new_inputs
+    from bronze_watermark_events
+    -- Compared with the progress as a column: the same generated code in every run.
+    inner join progress
+        on bronze_watermark_events.ingest_id > progress.processed_ingest_id
+    where {{ new_files }}
+    group by job_id, vertex_id, subtask_index, attempt
+
+),
+
+latest_checkpoints as (
+
+    select *
+    from (
+        select
+            checkpoints.*,
+            row_number() over (
+                partition by job_id, vertex_id, subtask_index, attempt
+                order by batch_id desc, seq desc
+            ) as recency
+        from checkpoints
+    )
+    where recency = 1
+
+),
+
+stale_tasks as (
+
+    -- Tasks computed under other valve semantics than this run's: replayed from their start.
+    select job_id, vertex_id, subtask_index, attempt
+    from latest_checkpoints
+    where semantics != '{{ semantics }}'
+
+),
+
+tasks_to_run as (
+
+    select
+        new_by_task.job_id,
+        new_by_task.vertex_id,
+        new_by_task.subtask_index,
+        new_by_task.attempt,
+        new_by_task.min_new_seq,
+        new_by_task.new_inputs,
+        latest_checkpoints.seq is not null as has_checkpoints
+    from new_by_task
+    left join latest_checkpoints
+        on
+            new_by_task.job_id = latest_checkpoints.job_id
+            and new_by_task.vertex_id = latest_checkpoints.vertex_id
+            and new_by_task.subtask_index = latest_checkpoints.subtask_index
+            and new_by_task.attempt = latest_checkpoints.attempt
+
+    union all
+
+    select
+        stale_tasks.job_id,
+        stale_tasks.vertex_id,
+        stale_tasks.subtask_index,
+        stale_tasks.attempt,
+        cast(null as bigint) as min_new_seq,
+        cast(array() as array<int>) as new_inputs,
+        true as has_checkpoints
+    from stale_tasks
+    left anti join new_by_task
+        on
+            stale_tasks.job_id = new_by_task.job_id
+            and stale_tasks.vertex_id = new_by_task.vertex_id
+            and stale_tasks.subtask_index = new_by_task.subtask_index
+            and stale_tasks.attempt = new_by_task.attempt
+
+),
+
+resume_points as (
+
+    -- The newest checkpoint before the task's first new event (every kept checkpoint is still
+    -- usable: int_valve_states_checkpointed drops superseded ones), made with this run's semantics and
+    -- knowing every input the new events use (the combiner needs all inputs from the start).
+    -- None: replay from the first event.
+    select
+        tasks_to_run.job_id,
+        tasks_to_run.vertex_id,
+        tasks_to_run.subtask_index,
+        tasks_to_run.attempt,
+        tasks_to_run.has_checkpoints,
+        coalesce(max(checkpoints.seq), -1) as resumed_after_seq,
+        max_by(checkpoints.state, checkpoints.seq) as state,
+        max_by(checkpoints.first_ms, checkpoints.seq) as resumed_first_ms,
+        max_by(checkpoints.effective_ms, checkpoints.seq) as resumed_effective_ms,
+        max_by(checkpoints.task_inputs, checkpoints.seq) as resumed_task_inputs,
+        max_by(checkpoints.processed_ingest_id, checkpoints.seq) as resumed_processed_ingest_id,
+        max_by(checkpoints.later_from_ms, checkpoints.seq) as resumed_later_from_ms
+    from tasks_to_run
+    left join checkpoints
+        on
+            tasks_to_run.job_id = checkpoints.job_id
+            and tasks_to_run.vertex_id = checkpoints.vertex_id
+            and tasks_to_run.subtask_index = checkpoints.subtask_index
+            and tasks_to_run.attempt = checkpoints.attempt
+            and checkpoints.seq < tasks_to_run.min_new_seq
+            and checkpoints.semantics = '{{ semantics }}'
+            and size(array_except(tasks_to_run.new_inputs, checkpoints.task_inputs)) = 0
+    group by
+        tasks_to_run.job_id,
+        tasks_to_run.vertex_id,
+        tasks_to_run.subtask_index,
+        tasks_to_run.attempt,
+        tasks_to_run.has_checkpoints
+
+),
+
+
+{% else %}
+
+landed as (
+
+    select coalesce(max(ingest_id), -1) as ingest_id
+    from bronze_watermark_events
+
+),
+
+progress as (
+
+    select cast(-1 as bigint) as processed_ingest_id, cast(0 as bigint) as batch_id
+
+),
+
+resume_points as (
+
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        false as has_checkpoints,
+        cast(-1 as bigint) as resumed_after_seq,
+        cast(null as string) as state,
+        cast(null as bigint) as resumed_first_ms,
+        cast(null as bigint) as resumed_effective_ms,
+        cast(null as array<int>) as resumed_task_inputs,
+        cast(null as bigint) as resumed_processed_ingest_id,
+        cast(null as bigint) as resumed_later_from_ms
+    from bronze_watermark_events
+    group by job_id, vertex_id, subtask_index, attempt
+
+),
+
+{% endif %}
+
+final as (
+
+    select
+        resume_points.job_id,
+        resume_points.vertex_id,
+        resume_points.subtask_index,
+        resume_points.attempt,
+        resume_points.has_checkpoints,
+        resume_points.resumed_after_seq,
+        resume_points.state,
+        resume_points.resumed_first_ms,
+        resume_points.resumed_effective_ms,
+        resume_points.resumed_task_inputs,
+        resume_points.resumed_processed_ingest_id,
+        resume_points.resumed_later_from_ms,
+        progress.processed_ingest_id as previous_processed_ingest_id,
+        progress.batch_id + 1 as batch_id,
+        landed.ingest_id as processed_ingest_id
+    from resume_points
+    cross join progress
+    cross join landed
+
+)
+
+select * from final
