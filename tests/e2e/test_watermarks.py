@@ -4,6 +4,9 @@
   idle (S1), emitted watermarks strictly increase (E3), and what each map subtask's valve emits
   is what the sinks receive from it (the generator runs its own valve, an independent check).
 * Bad input that reaches the UDTF fails `dbt build` with a message naming the task and seq.
+* An incremental run reads only the bronze files that can hold the events after its tasks'
+  resume points (a bad row planted outside them is not read), and checkpoints from before
+  `later_from_ms` migrate by themselves (deep).
 * Incremental equals full refresh: the events cut into seeded random ingest batches (late events,
   duplicate deliveries, shuffled files), `dbt build` after each, give exactly the watermark marts
   of one `dbt build --full-refresh` over all the files on a fresh lake.
@@ -276,10 +279,12 @@ def test_an_incremental_run_reads_bronze_only_where_its_tasks_resume(tmp_path: P
         assert "seq=10000: channel 5 is outside [0, 2)" in result.stdout, result.stdout[-5000:]
 
 
+@pytest.mark.deep
 def test_checkpoints_kept_from_before_later_from_ms_gain_the_column(tmp_path: Path) -> None:
     """A lake whose checkpoints predate `later_from_ms` (CHANGELOG, Migration): the next run adds
     the column, NULL in the old checkpoints, resumes from them reading all of bronze, and gives
-    the marts a full refresh gives."""
+    the marts a full refresh gives. A one-time upgrade path and a minute on two cores, which
+    `make test` has no room for: `make test-deep` and CI run it."""
     lake = Lake.from_env(tmp_path / "lake")
     checkpoints = "tidemark_intermediate.int_valve_states_checkpointed"
     old_columns = (
