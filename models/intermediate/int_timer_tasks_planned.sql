@@ -32,16 +32,21 @@
     {%- set progress = run_query(
         'select coalesce(max(processed_ingest_id), -1) from ' ~ tasks_checkpoint
     ) -%}
-    {%- set processed_ingest_id = 'cast(' ~ (progress.columns[0].values()[0] | int) ~ ' as bigint)' -%}
+    {%- set progress_id = progress.columns[0].values()[0] | int -%}
+    {%- set processed_ingest_id = 'cast(' ~ progress_id ~ ' as bigint)' -%}
+    {#- The bronze files that can hold rows landed since (tidemark_bronze_reach), chosen once. -#}
+    {%- set new_files = {} -%}
+    {%- for table in ['timer_events', 'watermark_events', 'capture_gaps'] -%}
+        {%- do new_files.update({table: tidemark_bronze_reach(table, progress_id)}) -%}
+    {%- endfor -%}
     {#- The checkpointed partitions an anchor can be in (the seconds' partitions the plan reads): from
         the earliest horizon of a task with new events, minus the lookback (and minus a minute,
         for the first look). -#}
     {%- set landed_tasks = [] -%}
-    {%- for table in ['timer_events', 'watermark_events', 'capture_gaps'] -%}
+    {%- for table, files in new_files.items() -%}
         {%- do landed_tasks.append(
             'select job_id, vertex_id, subtask_index, attempt from ' ~ source('bronze', table)
-            ~ ' where ' ~ tidemark_bronze_reach(table, progress.columns[0].values()[0])
-            ~ ' and ingest_id > ' ~ processed_ingest_id
+            ~ ' where ' ~ files ~ ' and ingest_id > ' ~ processed_ingest_id
         ) -%}
     {%- endfor -%}
     {%- set search_window = run_query(
@@ -111,7 +116,7 @@ new_events as (
     from {{ source('bronze', table) }} as bronze
     inner join progress
         on bronze.ingest_id > progress.processed_ingest_id
-    where {{ tidemark_bronze_reach(table, progress.columns[0].values()[0]) }}
+    where {{ new_files[table] }}
     {%- endfor %}
 
 ),
@@ -127,7 +132,7 @@ new_gaps_by_task as (
         min(seq) as min_gap_seq,
         max(ingest_id) as max_gap_ingest_id
     from {{ source('bronze', 'capture_gaps') }}
-    where ingest_id > {{ processed_ingest_id }}
+    where {{ new_files['capture_gaps'] }} and ingest_id > {{ processed_ingest_id }}
     group by job_id, vertex_id, subtask_index, attempt
 
 ),

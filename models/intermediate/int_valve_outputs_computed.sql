@@ -31,12 +31,12 @@
         ~ ' count_if(resumed_after_seq < 0 and has_checkpoints)'
         ~ ' from ' ~ planned_relation
     ).rows[0] -%}
-    {%- set progress = reach[0] | int if reach[0] is not none else -1 -%}
     {%- if reach[0] is none -%}
-        {%- set fed.bound = 'false  -- no task to feed' -%}
-    {%- elif progress >= 0 and (reach[3] | int) == 0 -%}
-        {%- set after_ingest_id = [progress, reach[1] | int] | min if reach[1] is not none
-            else progress -%}
+        {%- set fed.bound = 'false' -%}  {#- no task to feed -#}
+    {%- elif (reach[0] | int) >= 0 and (reach[3] | int) == 0 -%}
+        {#- A checkpoint's processed_ingest_id is at most the progress; without resumed tasks,
+            only the new ones' events, landed after the progress. -#}
+        {%- set after_ingest_id = reach[0] if reach[1] is none else reach[1] -%}
         {%- set fed.bound = tidemark_bronze_reach('watermark_events', after_ingest_id, reach[2]) -%}
         {%- set fed.from_start = (reach[4] | int) > 0 -%}
     {%- endif -%}
@@ -62,8 +62,8 @@ resume_points as (
 {{ branch }}_fed_events as (
 
     {%- if branch == 'bounded' %}
-    -- The tasks resumed from a checkpoint and the new ones, from the bronze files and row groups
-    -- the bound reaches: the events after the checkpoint, not the task's whole history.
+    -- The tasks resumed from a checkpoint and the new ones, from the bronze files the bound
+    -- reaches: the events after the checkpoint, not the task's whole history.
     {%- elif branch == 'from_start' %}
     -- Tasks with checkpoints fed from their first event (a late event older than all of them, a
     -- new input, other valve semantics): all their history. Few, and broadcast.

@@ -26,7 +26,6 @@
     {%- set progress = run_query(
         'select coalesce(max(processed_ingest_id), -1) from ' ~ checkpoints_relation
     ).rows[0][0] | int -%}
-    {%- set processed_ingest_id = 'cast(' ~ progress ~ ' as bigint)' -%}
     {%- set new_files = tidemark_bronze_reach('watermark_events', progress) -%}
     {%- set has_later_from = 'later_from_ms' in adapter.get_columns_in_relation(checkpoints_relation)
         | map(attribute='name') | list -%}
@@ -42,15 +41,6 @@ bronze_watermark_events as (
 ),
 
 {% if ns.is_incremental_run %}
-
-landed as (
-
-    -- The newest bronze commit this run accounts for.
-    select greatest({{ processed_ingest_id }}, max(ingest_id)) as ingest_id
-    from bronze_watermark_events
-    where {{ new_files }}
-
-),
 
 checkpoints as (
 
@@ -77,7 +67,8 @@ new_by_task as (
         subtask_index,
         attempt,
         min(seq) as min_new_seq,
-        collect_set(input_index) as new_inputs
+        collect_set(input_index) as new_inputs,
+        max(ingest_id) as max_new_ingest_id
     from bronze_watermark_events
     -- Compared with the progress as a column: the same generated code in every run.
     inner join progress
@@ -188,19 +179,20 @@ resume_points as (
 
 ),
 
-
 {% else %}
-
-landed as (
-
-    select coalesce(max(ingest_id), -1) as ingest_id
-    from bronze_watermark_events
-
-),
 
 progress as (
 
     select cast(-1 as bigint) as processed_ingest_id, cast(0 as bigint) as batch_id
+
+),
+
+new_by_task as (
+
+    -- Every event is new.
+    select job_id, vertex_id, subtask_index, attempt, max(ingest_id) as max_new_ingest_id
+    from bronze_watermark_events
+    group by job_id, vertex_id, subtask_index, attempt
 
 ),
 
@@ -219,12 +211,22 @@ resume_points as (
         cast(null as array<int>) as resumed_task_inputs,
         cast(null as bigint) as resumed_processed_ingest_id,
         cast(null as bigint) as resumed_later_from_ms
-    from bronze_watermark_events
-    group by job_id, vertex_id, subtask_index, attempt
+    from new_by_task
 
 ),
 
 {% endif %}
+
+landed as (
+
+    -- The newest bronze commit this run accounts for, from the one read of the new events.
+    select
+        greatest(
+            processed_ingest_id, (select max(max_new_ingest_id) from new_by_task)
+        ) as ingest_id
+    from progress
+
+),
 
 final as (
 
