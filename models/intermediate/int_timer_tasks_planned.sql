@@ -12,9 +12,11 @@
     changes which of the task's seconds are exact (fct_subtask_seconds.is_exact), so the task
     replays from before it; a gap moves neither the task's first ts_ms, its horizon nor its max seq.
 
-    New events are found in the bronze sources directly, where the ingest_id filter reaches the
-    parquet scan; the plan only takes minima and maxima of the new rows.
+    New events are found in the bronze files that can hold them (tidemark_bronze_reach) and summed
+    up per task once, while compiling, into a cached view (tidemark_cached_view) that both the
+    search window's question and the plan read; the plan only takes minima and maxima of them.
 -#}
+{{ config(post_hook='drop view if exists ' ~ this.identifier ~ '__landed') }}
 {%- set is_incremental_plan = tidemark_gauge_is_incremental() -%}
 {%- set tasks_checkpoint = tidemark_model_relation('int_timer_tasks_checkpointed') -%}
 {%- set seconds_checkpoint = tidemark_model_relation('int_timer_seconds_checkpointed') -%}
@@ -39,19 +41,47 @@
     {%- for table in ['timer_events', 'watermark_events', 'capture_gaps'] -%}
         {%- do new_files.update({table: tidemark_bronze_reach(table, progress_id)}) -%}
     {%- endfor -%}
+    {#- The new events summed up per task, computed once while compiling and cached in this
+        session: the search window below and the plan read it, where each read scanned the new
+        events again (millions of rows in a 1,000-subtask minute). Dropped after the model. -#}
+    {%- set landed_sql -%}
+        select
+            job_id,
+            vertex_id,
+            subtask_index,
+            attempt,
+            min(seq) as min_new_seq,
+            max(seq) as max_new_seq,
+            min(ts_ms) as min_new_ts_ms,
+            max(ts_ms) as max_new_ts_ms,
+            max(ingest_id) as max_new_ingest_id
+        from (
+            {%- for table in ['timer_events', 'watermark_events'] %}
+            {{- ' union all' if not loop.first }}
+            select bronze.job_id, bronze.vertex_id, bronze.subtask_index, bronze.attempt, bronze.seq,
+                bronze.ts_ms, bronze.ingest_id
+            from {{ source('bronze', table) }} as bronze
+            {#- Compared with the progress as a column: the same generated code in every run. #}
+            inner join (
+                select coalesce(max(processed_ingest_id), -1) as processed_ingest_id
+                from {{ tasks_checkpoint }}
+            ) as progress
+                on bronze.ingest_id > progress.processed_ingest_id
+            where {{ new_files[table] }}
+            {%- endfor %}
+        )
+        group by job_id, vertex_id, subtask_index, attempt
+    {%- endset -%}
+    {%- set landed = tidemark_cached_view(this.identifier ~ '__landed', landed_sql) -%}
     {#- The checkpointed partitions an anchor can be in (the seconds' partitions the plan reads): from
-        the earliest horizon of a task with new events, minus the lookback (and minus a minute,
-        for the first look). -#}
-    {%- set landed_tasks = [] -%}
-    {%- for table, files in new_files.items() -%}
-        {%- do landed_tasks.append(
-            'select job_id, vertex_id, subtask_index, attempt from ' ~ source('bronze', table)
-            ~ ' where ' ~ files ~ ' and ingest_id > ' ~ processed_ingest_id
-        ) -%}
-    {%- endfor -%}
+        the earliest horizon of a task with new events or gaps, minus the lookback (and minus a
+        minute, for the first look). -#}
     {%- set search_window = run_query(
         'select min(horizon_ms) - ' ~ lookback_ms ~ ', min(horizon_ms) - ' ~ near_ms ~ ' from '
-        ~ tasks_checkpoint ~ ' left semi join (' ~ landed_tasks | join(' union all ')
+        ~ tasks_checkpoint ~ ' left semi join (select job_id, vertex_id, subtask_index, attempt from '
+        ~ landed ~ ' union all select job_id, vertex_id, subtask_index, attempt from '
+        ~ source('bronze', 'capture_gaps') ~ ' where ' ~ new_files['capture_gaps']
+        ~ ' and ingest_id > ' ~ processed_ingest_id
         ~ ') using (job_id, vertex_id, subtask_index, attempt)'
     ) -%}
     {%- set search_from_ms = search_window.columns[0].values()[0] -%}
@@ -94,33 +124,6 @@ checkpointed_seconds as (
 
 ),
 
-progress as (
-
-    select coalesce(max(processed_ingest_id), -1) as processed_ingest_id
-    from checkpointed_tasks
-
-),
-
-new_events as (
-
-    -- The events landed after the checkpoint, read from the files that can hold them and
-    -- compared with the progress as a column: the same generated code in every run.
-    {%- for table in ['timer_events', 'watermark_events'] %}
-    {%- if not loop.first %}
-
-    union all
-    {% endif %}
-
-    select bronze.job_id, bronze.vertex_id, bronze.subtask_index, bronze.attempt, bronze.seq,
-        bronze.ts_ms, bronze.ingest_id
-    from {{ source('bronze', table) }} as bronze
-    inner join progress
-        on bronze.ingest_id > progress.processed_ingest_id
-    where {{ new_files[table] }}
-    {%- endfor %}
-
-),
-
 new_gaps_by_task as (
 
     -- Capture gaps (docs/decisions/0006-capture-from-flink.md) landed since the checkpoint.
@@ -139,21 +142,8 @@ new_gaps_by_task as (
 
 new_by_task as (
 
-    -- Read by the plan's tasks, both looks and the progress: computed once, not once per read
-    -- (the new events of a 1,000-subtask minute are millions of rows).
-    select
-        job_id,
-        vertex_id,
-        subtask_index,
-        attempt,
-        min(seq) as min_new_seq,
-        max(seq) as max_new_seq,
-        min(ts_ms) as min_new_ts_ms,
-        max(ts_ms) as max_new_ts_ms,
-        max(ingest_id) as max_new_ingest_id,
-        {{ tidemark_computed_once() }}
-    from new_events
-    group by job_id, vertex_id, subtask_index, attempt
+    -- The new events per task, summed up while compiling (landed_sql above).
+    select * from {{ landed }}
 
 ),
 

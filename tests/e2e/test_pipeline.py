@@ -214,6 +214,13 @@ def test_an_incremental_run_reads_no_partition_before_what_it_replaces(tmp_path:
             " where minute_slice = 10"
         )
         assert newest[0]["newest"] > start_ms + 2000 * 345  # the first batch's last event
+        # The gauge plan summed the new events up once, in a cached view of the session
+        # (tidemark_cached_view), and dropped it after the model.
+        plan = lake.root.parent / ".dbt" / "target" / "compiled" / "tidemark" / "models"
+        plan_sql = (plan / "intermediate" / "int_timer_tasks_planned.sql").read_text()
+        assert "from int_timer_tasks_planned__landed" in plan_sql
+        views = warm.sql_rows("show views")
+        assert not [v for v in views if v["viewName"] == "int_timer_tasks_planned__landed"]
 
 
 def _undocumented(target: Path) -> list[str]:
