@@ -16,7 +16,8 @@
     up per task once, while compiling, into a cached view (tidemark_cached_view) that both the
     search window's question and the plan read; the plan only takes minima and maxima of them.
 -#}
-{{ config(post_hook='drop view if exists ' ~ this.identifier ~ '__landed') }}
+{%- set landed_view = this.identifier ~ '__landed' -%}
+{{ config(post_hook='drop view if exists ' ~ landed_view) }}
 {%- set is_incremental_plan = tidemark_gauge_is_incremental() -%}
 {%- set tasks_checkpoint = tidemark_model_relation('int_timer_tasks_checkpointed') -%}
 {%- set seconds_checkpoint = tidemark_model_relation('int_timer_seconds_checkpointed') -%}
@@ -72,7 +73,7 @@
         )
         group by job_id, vertex_id, subtask_index, attempt
     {%- endset -%}
-    {%- set landed = tidemark_cached_view(this.identifier ~ '__landed', landed_sql) -%}
+    {%- set landed = tidemark_cached_view(landed_view, landed_sql) -%}
     {#- The checkpointed partitions an anchor can be in (the seconds' partitions the plan reads): from
         the earliest horizon of a task with new events or gaps, minus the lookback (and minus a
         minute, for the first look). -#}
