@@ -13,7 +13,9 @@ DEMO_DATA ?= demo-data
 DEMO_REPORT ?= report.html
 BENCH_EVENTS ?= 5000000
 BENCH_SCALE_SUBTASKS ?= 1000
-BENCH_SCALE_MINUTES ?= 10
+# Twelve: the first two minutes of a new process build from scratch and compile Spark's code;
+# issue 11 asks for ten minutes in a row kept, and the report names the longest such run.
+BENCH_SCALE_MINUTES ?= 12
 
 .PHONY: help install demo test test-unit test-live test-deep lint format bench clean
 

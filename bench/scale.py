@@ -83,7 +83,28 @@ class ScaleBench:
             f"{last.total_s / first.total_s:.2f} (target <= 1.00); last / second (the first "
             f"incremental one) {last.total_s / second.total_s:.2f}"
         )
+        streak = longest_kept_run(self.minutes)
+        rows.append(
+            f"longest run of kept minutes: {len(streak)} (target: ten in a row)"
+            + (
+                f", minutes {streak[0].minute} to {streak[-1].minute}; its last / its first "
+                f"{streak[-1].total_s / streak[0].total_s:.2f}"
+                if streak
+                else ""
+            )
+        )
         return "\n".join(rows)
+
+
+def longest_kept_run(minutes: list[Minute]) -> list[Minute]:
+    """The longest run of consecutive kept minutes (the earliest of equal ones), or []."""
+    best: list[Minute] = []
+    run: list[Minute] = []
+    for minute in minutes:
+        run = [*run, minute] if minute.kept else []
+        if len(run) > len(best):
+            best = run
+    return best
 
 
 class JvmCompiling:
