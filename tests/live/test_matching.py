@@ -184,3 +184,28 @@ def test_watermark_readings_match_changes_in_their_window() -> None:
         assert missed
     _, missed = match([_watermark(9_500, 9_510, 2_500)], timelines, 100)
     assert missed  # attempt 1 has its own watermark from 9_000 on
+
+
+def test_a_dump_can_add_one_rounds_soft_back_pressure_to_the_others_hard() -> None:
+    """Back pressure is soft + hard, two TimerGauges closing their rounds one after the other:
+    at a round's close a dump can sum one round's soft with the other's hard (seen on Flink
+    1.20.5: idle 23, back pressure 863 where the rounds had 902 and 812, busy 164)."""
+    rounds = [
+        {**_round(10_000, 23, 902, 75.0), "soft_back_pressured_time_ms_per_second": 2,
+         "hard_back_pressured_time_ms_per_second": 900},
+        {**_round(15_000, 24, 812, 164.0), "soft_back_pressured_time_ms_per_second": 0,
+         "hard_back_pressured_time_ms_per_second": 812},
+    ]  # fmt: skip
+    timelines = gauge_timelines(rounds)
+    for back_pressure in (2.0 + 812.0, 0.0 + 900.0):
+        straddles: list = []
+        reading = _reading(15_010, 15_020, (23.0, back_pressure, 164.0))
+        matched, missed = match([reading], timelines, 2000, straddles)
+        assert not matched and not missed and len(straddles) == 1, back_pressure
+    # A sum neither pairing gives is a miss; so is a cross sum without the parts in the mart.
+    straddles = []
+    _, missed = match([_reading(15_010, 15_020, (23.0, 863.0, 164.0))], timelines, 2000, straddles)
+    assert len(missed) == 1 and not straddles
+    plain = gauge_timelines([_round(10_000, 23, 902, 75.0), _round(15_000, 24, 812, 164.0)])
+    _, missed = match([_reading(15_010, 15_020, (23.0, 814.0, 164.0))], plain, 2000, [])
+    assert len(missed) == 1
