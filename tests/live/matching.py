@@ -38,7 +38,7 @@ loaded machine, one fetch right at the job's first round showed idle 1000 with b
 ``straddles`` given, a reading whose every gauge equals that of one of two consecutive states
 of an attempt, both in effect in its window, goes there instead of to the misses; the live test
 requires them to be rare (any fetch can land on a round's close). Back pressure is itself the
-sum of two TimerGauges, soft and hard, whose rounds also close one after the other: a dump can
+sum of two TimerGauges, soft and hard (M3), whose rounds also close one after the other: a dump can
 add one round's soft to the other's hard (seen on Flink 1.20.5 on a slow host: idle 23 of round
 2, back pressure 863 where the rounds had 902 and 812, busy 164 of round 3).
 """
@@ -59,6 +59,8 @@ NO_WATERMARK = -(2**63)
 # or NaN (None here) in the moments before the starting task enables busy time.
 INITIAL = (0.0, 0.0, 1000.0)
 INITIAL_BUSY_DISABLED = (0.0, 0.0, None)
+# Those two as an attempt's states before its first round, with back pressure's (soft, hard).
+INITIAL_STATES = ((INITIAL, (0.0, 0.0)), (INITIAL_BUSY_DISABLED, (0.0, 0.0)))
 
 Subtask = tuple[str, int]  # (vertex_id, subtask_index) within one job
 
@@ -161,10 +163,7 @@ def gauge_timelines(
     starts: dict[Subtask, dict[int, int]] = defaultdict(dict)
     for (vertex_id, subtask_index, attempt), ts_ms in (started or {}).items():
         starts[(vertex_id, subtask_index)][attempt] = ts_ms
-    return {
-        s: _timeline(a, ((INITIAL, (0.0, 0.0)), (INITIAL_BUSY_DISABLED, (0.0, 0.0))), starts.get(s))
-        for s, a in by_subtask.items()
-    }
+    return {s: _timeline(a, INITIAL_STATES, starts.get(s)) for s, a in by_subtask.items()}
 
 
 def watermark_timelines(rows: list[dict]) -> dict[Subtask, list[State]]:
@@ -233,7 +232,7 @@ def _straddled(shown: object, candidates: list[State]) -> tuple[State, State] | 
         (idle, back_pressure, busy), a, b = shown, earlier.value, later.value
         pressures = {a[1], b[1]}
         if earlier.parts and later.parts:
-            # Back pressure is soft + hard, two gauges whose rounds close one after the other.
+            # Back pressure is soft + hard (M3), two gauges whose rounds close one by one.
             pressures |= {
                 earlier.parts[0] + later.parts[1],
                 later.parts[0] + earlier.parts[1],
