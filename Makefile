@@ -44,7 +44,7 @@ test: install capture  ## lint, then every test but the long property runs (unit
 	$(BIN)/pytest -m "not deep" -n 2
 
 test-unit: install  ## only the pure Python tests: no Spark, dbt or JVM (seconds)
-	$(BIN)/pytest tests/unit tests/live/test_matching.py
+	TIDEMARK_JVM_ARCHIVE=off $(BIN)/pytest tests/unit tests/live/test_matching.py
 
 test-live: install capture  ## only the live tests: a real Flink job (1.20.5 and 2.2.0), captured, ingested, built
 	$(BIN)/pytest -m live tests/live

@@ -185,3 +185,27 @@ def test_run_builds_only_what_is_new_on_one_warm_session_and_stops_on_sigterm(
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+@pytest.mark.deep
+def test_jvm_archive_is_written_whole_and_mapped_in(tmp_path: Path, lake: Lake) -> None:
+    """`tidemark jvm-archive` writes the archive; a session maps it in: with -Xshare:on, Java
+    refuses to start when it cannot (decision 0013)."""
+    archive = tmp_path / "jvm" / "spark.jsa"
+    written = tidemark("jvm-archive", "--out", str(archive), lake=lake).check()
+    assert f"wrote {archive} (" in written.stdout
+    assert archive.stat().st_size > 50e6 and list(archive.parent.iterdir()) == [archive]
+
+    options = f"{environment(lake)['TIDEMARK_JAVA_OPTIONS']} -Xshare:on"
+    mapped = tidemark(
+        "sql", "select 41 + 1 as n", "--format", "csv", lake=lake,
+        TIDEMARK_JVM_ARCHIVE=str(archive), TIDEMARK_JAVA_OPTIONS=options,
+    ).check()  # fmt: skip
+    assert mapped.stdout.splitlines()[-1] == "42"
+
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    refused = tidemark("jvm-archive", "--out", str(blocked / "spark.jsa"), lake=lake)
+    assert refused.returncode == 1
+    [line] = [x for x in refused.stderr.splitlines() if x.startswith("tidemark jvm-archive: error")]
+    assert str(blocked) in line

@@ -126,6 +126,7 @@ def test_jvm_options_default_to_the_parallel_collector_and_can_be_replaced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("TIDEMARK_JAVA_OPTIONS", raising=False)
+    monkeypatch.setenv("TIDEMARK_JVM_ARCHIVE", "off")
     options = spark_conf(Lake.from_env(tmp_path))["spark.driver.extraJavaOptions"].split()
     assert options[-1] == "-XX:+UseParallelGC"
     assert any(o.startswith("-Dderby.system.home=") for o in options)
@@ -137,6 +138,48 @@ def test_jvm_options_default_to_the_parallel_collector_and_can_be_replaced(
     monkeypatch.setenv("TIDEMARK_JAVA_OPTIONS", "")
     options = spark_conf(Lake.from_env(tmp_path))["spark.driver.extraJavaOptions"].split()
     assert not any(o.startswith("-XX:") for o in options)
+
+
+def test_the_class_archive_is_mapped_in_only_when_there_is_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lake's own archive by default, TIDEMARK_JVM_ARCHIVE's file instead, none when off or
+    missing (Java ignores an archive it cannot use, so a stale one costs speed, not a start)."""
+    lake = Lake.from_env(tmp_path / "lake")
+
+    def archive_options() -> list[str]:
+        options = spark_conf(lake)["spark.driver.extraJavaOptions"].split()
+        return [o for o in options if "SharedArchiveFile" in o or o.startswith("-Xlog:cds")]
+
+    monkeypatch.delenv("TIDEMARK_JVM_ARCHIVE", raising=False)
+    assert archive_options() == []  # not written yet
+    own = lake.root / "jvm" / "spark-classes.jsa"
+    own.parent.mkdir(parents=True)
+    own.write_bytes(b"archive")
+    assert archive_options() == [
+        f"-XX:SharedArchiveFile={own}",
+        "-Xlog:cds=off",
+        "-Xlog:cds+dynamic=off",
+    ]
+
+    shared = tmp_path / "machine.jsa"
+    monkeypatch.setenv("TIDEMARK_JVM_ARCHIVE", str(shared))
+    assert archive_options() == []
+    shared.write_bytes(b"archive")
+    assert archive_options()[0] == f"-XX:SharedArchiveFile={shared}"
+
+    monkeypatch.setenv("TIDEMARK_JVM_ARCHIVE", "OFF")
+    assert archive_options() == []
+
+
+def test_no_archive_is_written_when_it_is_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tidemark.spark.jvm_archive import create
+
+    monkeypatch.setenv("TIDEMARK_JVM_ARCHIVE", "off")
+    with pytest.raises(SparkSetupError, match="TIDEMARK_JVM_ARCHIVE=off: no archive to write"):
+        create(Lake.from_env(tmp_path / "lake"))
 
 
 def test_generated_classes_are_named_without_their_stage_number(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ import udfs
 from tidemark.lake import Lake
 from tidemark.spark.bronze import register_bronze
 from tidemark.spark.settings import DELTA_MODES as DELTA_MODES
-from tidemark.spark.settings import SparkSetupError, delta_mode, jvm_options
+from tidemark.spark.settings import SparkSetupError, archive_options, delta_mode, jvm_options
 from udfs.spark import register_udfs
 
 LAKE_CONF = "spark.tidemark.lake"
@@ -77,7 +77,8 @@ def spark_conf(lake: Lake) -> dict[str, str]:
     """
     metastore = lake.metastore / "metastore_db"
     java_options = (
-        f"-Dderby.system.home={lake.logs} -Dlog4j2.configurationFile=file:{_LOG4J} {jvm_options()}"
+        f"-Dderby.system.home={lake.logs} -Dlog4j2.configurationFile=file:{_LOG4J} {jvm_options()} "
+        f"{archive_options(lake)}"
     ).strip()
     master = os.environ.get("TIDEMARK_SPARK_MASTER", "local[*]")
     conf = {

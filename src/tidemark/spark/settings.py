@@ -8,8 +8,15 @@ both import this module, which imports neither.
 from __future__ import annotations
 
 import os
+from pathlib import Path
+
+from tidemark.lake import Lake
 
 DELTA_MODES = ("deltars", "native")
+JVM_ARCHIVE = "TIDEMARK_JVM_ARCHIVE"
+# Java says nothing of an archive it cannot use (another Java or class path): it falls back to
+# loading the classes from the jars, which is only slower.
+QUIET_ARCHIVE = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 JVM_OPTIONS = "-XX:+UseParallelGC"
 """The driver JVM's default options (``TIDEMARK_JAVA_OPTIONS`` replaces them): the parallel
 collector, which spends less CPU than Java 17's default G1 on two cores (docs/decisions/0012)."""
@@ -36,3 +43,21 @@ def jvm_options() -> str:
     In local mode the driver's JVM is the whole of Spark, executors included.
     """
     return os.environ.get("TIDEMARK_JAVA_OPTIONS", JVM_OPTIONS).strip()
+
+
+def archive_path(lake: Lake) -> Path | None:
+    """The class archive Spark's driver maps in (tidemark.spark.jvm_archive writes it):
+    ``TIDEMARK_JVM_ARCHIVE``, else the lake's ``jvm/spark-classes.jsa``; None when that is
+    ``off``."""
+    setting = os.environ.get(JVM_ARCHIVE, "").strip()
+    if setting.lower() == "off":
+        return None
+    return Path(setting).absolute() if setting else lake.root / "jvm" / "spark-classes.jsa"
+
+
+def archive_options(lake: Lake) -> str:
+    """The driver's options that map the class archive in, or "" when there is none."""
+    path = archive_path(lake)
+    if path is None or not path.is_file():
+        return ""
+    return f"-XX:SharedArchiveFile={path} {QUIET_ARCHIVE}"
