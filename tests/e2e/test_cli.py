@@ -143,13 +143,14 @@ def _idle_seconds(first: int, last: int) -> list[dict]:
 def test_run_builds_only_what_is_new_on_one_warm_session_and_stops_on_sigterm(
     tmp_path: Path, lake: Lake
 ) -> None:
-    """`tidemark run` (issue 10): cycle 1 lands and builds, a new file is landed and built by the
-    next cycle in the same process, a cycle with nothing new builds nothing, SIGTERM ends it."""
+    """`tidemark run` (issue 10): cycle 1 lands and builds (data tests too), a new file is landed
+    and built by the next cycle in the same process (models only: `--tests-every 2`), a cycle
+    with nothing new builds nothing, SIGTERM ends it."""
     feed = tmp_path / "feed"
     feed.mkdir()
     write_jsonl(feed / "a.jsonl", _idle_seconds(0, 10))
     process = subprocess.Popen(
-        [str(BIN / "tidemark"), "run", str(feed), "--every", "2",
+        [str(BIN / "tidemark"), "run", str(feed), "--every", "2", "--tests-every", "2",
          "--dbt", "--select +fct_subtask_seconds"],
         cwd=ROOT, env=environment(lake), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True,

@@ -6,7 +6,7 @@
 * Bad input that reaches the UDTF fails `dbt build` with a message naming the task and seq.
 * An incremental run reads only the bronze files that can hold the events after its tasks'
   resume points (a bad row planted outside them is not read), and checkpoints from before
-  `later_from_ms` migrate by themselves (deep).
+  `later_from_ms` migrate by themselves (both deep).
 * Incremental equals full refresh: the events cut into seeded random ingest batches (late events,
   duplicate deliveries, shuffled files), `dbt build` after each, give exactly the watermark marts
   of one `dbt build --full-refresh` over all the files on a fresh lake.
@@ -223,8 +223,11 @@ def test_bad_input_reaching_the_udtf_fails_the_build_naming_task_and_seq(tmp_pat
     assert message in result.stdout, result.stdout[-5000:]
 
 
+@pytest.mark.deep
 def test_an_incremental_run_reads_bronze_only_where_its_tasks_resume(tmp_path: Path) -> None:
-    """An incremental run feeds a task the events after its checkpoint, and reads only the
+    """Deep: four dbt runs of the watermark models, two minutes of `make test` on two cores.
+
+    An incremental run feeds a task the events after its checkpoint, and reads only the
     bronze files that can hold them (int_valve_outputs_computed): after the previous run's final
     state, the files landed since. A row planted in bronze outside that reach (the first commit,
     an hour earlier, a channel no valve has) is not read: the incremental run succeeds; a full

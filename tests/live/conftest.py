@@ -36,7 +36,7 @@ from tests.live.flink_job import (
 from tidemark.lake import Lake
 
 VERSIONS = ("1.20.5", "2.2.0")
-ROTATION_EVERY_S = 2.0
+ROTATION_EVERY_S = 4.0
 JOB_TIMEOUT_S = 150
 GAUGE_MART = "fct_subtask_flink_gauges"
 CONFORMANCE_MARTS = ("fct_gauge_conformance", "fct_valve_conformance", "fct_capture_conformance")

@@ -12,7 +12,7 @@ runs, ingests both capture folders into one lake while they are written, and run
   in effect in the same window;
 * the job did what it is built to do: attempt 1 after the planned failure, idle, soft and hard
   back pressure, IDLE statuses from the paused subtask, and the job graph in ``vertex`` records;
-* rotation: ingesting the folders every 2 s while the capture wrote never read a half file.
+* rotation: ingesting the folders every 4 s while the capture wrote never read a half file.
 """
 
 from __future__ import annotations
@@ -243,7 +243,7 @@ _ACCEPTED = re.compile(r"(\d+) accepted")
 
 
 def test_rotation_ingest_never_reads_a_half_file(live: LiveSession) -> None:
-    """`tidemark ingest DIR` every 2 s while the capture writes: every run succeeds, the
+    """`tidemark ingest DIR` every 4 s while the capture writes: every run succeeds, the
     quarantine stays empty, and what landed is exactly the lines of the final files (each file
     read once, with its final content: no half file was read)."""
     during = [i for i in live.ingests if i.while_running]
