@@ -38,13 +38,13 @@ demo: install  ## generate the backpressure scenario, ingest it, dbt build, show
 	@echo "--- the lake is at $(TIDEMARK_LAKE)"
 	$(BIN)/python -m tidemark.demo --report $(DEMO_REPORT)
 
-test: install capture  ## lint, then every test but the long property runs (unit, Spark, end-to-end, capture jar, live Flink)
+test: install capture  ## lint, then every test but the long ones (unit, Spark, end-to-end, capture jar); CI adds test-live and test-deep
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/pytest -m "not deep" -n 2
+	$(BIN)/pytest -m "not deep and not live" -n 2
 
 test-unit: install  ## only the pure Python tests: no Spark, dbt or JVM (seconds)
-	TIDEMARK_JVM_ARCHIVE=off $(BIN)/pytest tests/unit tests/live/test_matching.py
+	TIDEMARK_JVM_ARCHIVE=off $(BIN)/pytest -n 2 tests/unit tests/live/test_matching.py
 
 test-live: install capture  ## only the live tests: a real Flink job (1.20.5 and 2.2.0), captured, ingested, built
 	$(BIN)/pytest -m live tests/live

@@ -45,7 +45,10 @@ def test_ingest_prints_counts_and_fails_only_for_unreadable_input(
     assert "1 accepted" in result.stdout  # the readable file still landed
 
 
+@pytest.mark.deep
 def test_kill_9_mid_ingest_then_rerun_converges(tmp_path: Path) -> None:
+    """Deep (a minute on two cores): tests/unit/test_ingest.py crashes ingest between any two
+    commits in-process in `make test`; this kills the real command."""
     path = tmp_path / "big.jsonl"
     with path.open("w") as handle:
         for i in range(1_400_000):
