@@ -143,12 +143,16 @@ def _idle_seconds(first: int, last: int) -> list[dict]:
     return events
 
 
+@pytest.mark.deep
 def test_run_builds_only_what_is_new_on_one_warm_session_and_stops_on_sigterm(
     tmp_path: Path, lake: Lake
 ) -> None:
     """`tidemark run` (issue 10): cycle 1 lands and builds (data tests too), a new file is landed
     and built by the next cycle in the same process (models only: `--tests-every 2`), a cycle
-    with nothing new builds nothing, SIGTERM ends it."""
+    with nothing new builds nothing, SIGTERM ends it.
+
+    Deep (two minutes on two cores): tests/unit/test_schedule.py holds the loop's timing, stop
+    and exit rules and which builds run data tests, in `make test`."""
     feed = tmp_path / "feed"
     feed.mkdir()
     write_jsonl(feed / "a.jsonl", _idle_seconds(0, 10))
