@@ -44,16 +44,22 @@ os.environ.setdefault(
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _archive_for_this_machine() -> Path:
+def _archive_for_this_machine() -> str:
+    """The archive's path for this Java, PySpark and JVM options; "off" without Java (the tests
+    that need Spark then fail with tidemark's own message, which says what to install)."""
     from importlib.metadata import version
 
-    java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False)
+    try:
+        java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False)
+    except OSError:
+        return "off"
     key = "\n".join((java.stderr, version("pyspark"), os.environ["TIDEMARK_JAVA_OPTIONS"]))
-    return ROOT / ".cache" / "jvm" / f"spark-{hashlib.sha256(key.encode()).hexdigest()[:12]}.jsa"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
+    return str(ROOT / ".cache" / "jvm" / f"spark-{digest}.jsa")
 
 
 if "TIDEMARK_JVM_ARCHIVE" not in os.environ:
-    os.environ["TIDEMARK_JVM_ARCHIVE"] = str(_archive_for_this_machine())
+    os.environ["TIDEMARK_JVM_ARCHIVE"] = _archive_for_this_machine()
 _archiving: subprocess.Popen | None = None
 
 
