@@ -65,19 +65,16 @@ def create(lake: Lake, path: Path | None = None) -> Path:
         partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
         partial.unlink(missing_ok=True)
         scratch_lake = Lake.from_env(Path(scratch) / "lake")
-        saved = os.environ.get(JVM_ARCHIVE)
+        options = spark_conf(scratch_lake)["spark.driver.extraJavaOptions"].split()
         # No archive mapped in while writing one: it would hold only what that one lacks.
-        os.environ[JVM_ARCHIVE] = "off"
+        kept = [o for o in options if not o.startswith("-XX:SharedArchiveFile=")]
+        dump = f"{' '.join(kept)} -XX:ArchiveClassesAtExit={partial} {QUIET_ARCHIVE}"
         try:
-            options = spark_conf(scratch_lake)["spark.driver.extraJavaOptions"]
-            dump = f"{options} -XX:ArchiveClassesAtExit={partial} {QUIET_ARCHIVE}"
-            extra = {"spark.driver.extraJavaOptions": dump}
-            spark = spark_session(scratch_lake, extra_conf=extra)
+            spark = spark_session(scratch_lake, {"spark.driver.extraJavaOptions": dump})
             for statement in WORKLOAD:
                 spark.sql(statement).collect()
             spark.stop()
         finally:
-            _restore(saved)
             _stop_jvm()
         if not partial.is_file() or partial.stat().st_size == 0:
             partial.unlink(missing_ok=True)
@@ -87,13 +84,6 @@ def create(lake: Lake, path: Path | None = None) -> Path:
             )
         os.replace(partial, target)
     return target
-
-
-def _restore(saved: str | None) -> None:
-    if saved is None:
-        os.environ.pop(JVM_ARCHIVE, None)
-    else:
-        os.environ[JVM_ARCHIVE] = saved
 
 
 def _stop_jvm(timeout_s: float = 300) -> None:
