@@ -93,7 +93,14 @@ GROUPS = {
     "flink": ("tests/capture/", "tests/live/"),
     "demo": tuple(
         f"tests/e2e/test_{name}.py"
-        for name in ("analysis", "gauges_backpressure", "pipeline", "report", "watermarks")
+        for name in (
+            "analysis",
+            "gauges_backpressure",
+            "gauges_reference",
+            "pipeline",
+            "report",
+            "watermarks",
+        )
     ),
     "spark": ("tests/spark/",),
 }

@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.gauge_reference import PROJECT_WINDOW_S, literal_job
 from tests.e2e.harness import Result, tidemark
 from tests.e2e.warm import WarmLake
+from tests.events import write_jsonl
 from tidemark.lake import Lake
 
 # Scenario and seed; each is one job of its own in the lake (job ids come from both).
@@ -51,5 +53,10 @@ def demo_lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoLake]:
             assert " 0 quarantined" in result.stdout, result.stdout
             demo.events[name] = out
             demo.manifests[name] = json.loads((out / "manifest.json").read_text())
+        # One more job: the random streams test_gauges_reference checks against a literal
+        # TimerGauge, with the project's window; a build of their own cost it a minute or two.
+        _, _, records = literal_job(PROJECT_WINDOW_S)
+        literal = write_jsonl(work / "literal-gauges.jsonl", records)
+        tidemark("ingest", str(literal), lake=lake).check()
         demo.build = warm.dbt("build", "--exclude-resource-type", "unit_test").check()
         yield demo

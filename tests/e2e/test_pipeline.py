@@ -10,7 +10,7 @@ import yaml
 from deltalake import DeltaTable
 
 from tests.e2e.conftest import DemoLake
-from tests.e2e.harness import BIN, ROOT, dbt, run
+from tests.e2e.harness import ROOT, dbt
 from tests.e2e.warm import WarmLake
 from tests.events import timer, watermark, write_jsonl
 from tidemark.ingest.schema import BRONZE_SCHEMAS
@@ -246,11 +246,14 @@ def test_dbt_parse_needs_no_spark(lake: Lake) -> None:
     assert not (lake.root / "metastore").exists()
 
 
-def test_semantic_layer_validates_offline(lake: Lake) -> None:
+def test_semantic_layer_validates_offline(demo_lake: DemoLake) -> None:
+    """`mf validate-configs --skip-dw`, as the README shows it, in the lake's warm process: the
+    `dbt debug` MetricFlow starts with finds Spark running (a process of its own starts Spark
+    for it, about 12 s on two cores)."""
     # MetricFlow reads <project root>/target/semantic_manifest.json whatever DBT_TARGET_PATH
     # says, so this parse writes where a user's would (target/ is git-ignored).
-    dbt("parse", lake=lake, DBT_TARGET_PATH=str(ROOT / "target")).check()
-    result = run([str(BIN / "mf"), "validate-configs", "--skip-dw"], lake).check()
+    demo_lake.warm.dbt("parse", "--target-path", str(ROOT / "target")).check()
+    result = demo_lake.warm.mf("validate-configs", "--skip-dw").check()
     assert "ERRORS: 0" in result.stdout, result.stdout
 
 

@@ -67,6 +67,12 @@ class WarmLake:
         answer = self._ask({"tidemark": list(args)})
         return Result(answer["returncode"], answer["stdout"], answer["stderr"])
 
+    def mf(self, *args: str) -> Result:
+        """A MetricFlow command (``mf``), in the worker: the ``dbt debug`` it starts with finds
+        Spark running instead of starting it."""
+        answer = self._ask({"mf": list(args)})
+        return Result(answer["returncode"], answer["stdout"], answer["stderr"])
+
     def sql_rows(self, query: str) -> list[dict]:
         """Rows of a query, as ``tidemark sql --format jsonl`` prints them."""
         answer = self._ask({"sql": query})
@@ -112,6 +118,8 @@ def _serve(answers_fd: int) -> None:
                         code = 0 if done.success else 2 if done.exception else 1
                     elif "tidemark" in request:
                         code = main(request["tidemark"])
+                    elif "mf" in request:
+                        code = _metricflow(request["mf"])
                     else:
                         frame = spark.sql(request["sql"])
                         write_rows(frame.columns, frame.collect(), "jsonl", out)
@@ -123,6 +131,24 @@ def _serve(answers_fd: int) -> None:
                 json.dumps({"returncode": code, "stdout": out.getvalue(), "stderr": err.getvalue()})
                 + "\n"
             )
+
+
+def _metricflow(args: list[str]) -> int:
+    """``mf ARGS``'s exit code. MetricFlow points the root logger at its own log file
+    (``logging.basicConfig(force=True)``); the worker's logging is put back afterwards."""
+    import logging
+
+    from dbt_metricflow.cli.main import cli
+
+    handlers, level = logging.root.handlers[:], logging.root.level
+    try:
+        cli.main(args, prog_name="mf", standalone_mode=False)
+        return 0
+    except SystemExit as stop:  # MetricFlow calls exit(1) on invalid configs
+        return stop.code if isinstance(stop.code, int) else 1
+    finally:
+        logging.root.handlers[:] = handlers
+        logging.root.setLevel(level)
 
 
 if __name__ == "__main__":
