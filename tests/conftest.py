@@ -2,8 +2,9 @@
 
 `make test` runs the suite on two pytest-xdist workers (`-n 2`). The files whose tests share an
 expensive session fixture or a build folder form one group that runs on one worker
-(`GROUPS`): the demo lake's readers, the Spark session's users, and the Flink tests (the capture
-jar's and the live job's, which build into capture/build/). Every other test is scheduled on
+(`GROUPS`): the demo lake's readers, the Spark session's users, the generator's tests (its
+scenarios generated once), and the Flink tests (the capture jar's and the live job's, which
+build into capture/build/). Every other test is scheduled on
 its own. The groups are given by file, because xdist's scheduler sees node ids only; a check
 at collection fails the run when a test uses a shared fixture outside its group's files.
 """
@@ -103,9 +104,10 @@ GROUPS = {
         )
     ),
     "spark": ("tests/spark/",),
+    "generate": ("tests/unit/test_generate.py",),
 }
 # The session fixture each group exists for (the Flink group shares build folders instead).
-SHARED_FIXTURES = {"demo_lake": "demo", "spark": "spark", "live": "flink"}
+SHARED_FIXTURES = {"demo_lake": "demo", "spark": "spark", "live": "flink", "runs": "generate"}
 
 
 def group_of(nodeid: str) -> str | None:

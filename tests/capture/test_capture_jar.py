@@ -158,14 +158,16 @@ def test_rotation_publishes_only_complete_files(built: Path, tmp_path: Path) -> 
 
 
 def test_queue_full_drops_and_says_where(built: Path, tmp_path: Path) -> None:
-    """Contract §6 safety: a full queue never blocks the producer; drops become capture_gap records
-    with the exact seq ranges per task; later events are written."""
-    facts, _ = run_java(
+    """Contract §6 safety: a full queue never blocks the producer (the writer is stopped while
+    1,000 offers meet a queue of 100: one that waited for room would hang until run_java's
+    timeout); drops become capture_gap records with the exact seq ranges per task; later events
+    are written. No clock is read: a bound on an offer's nanoseconds failed on a busy 2-core
+    machine (57 ms) with nothing blocked."""
+    run_java(
         [str(built / "test-classes"), str(JAR), flink_dist("1.20.5")],
         "tidemark.capture.QueueFullTest",
         str(tmp_path),
     )
-    assert facts["worst_offer_ns"] < 50_000_000  # never blocked (generous for a shared 2-core box)
     recs = records(tmp_path)
     check_seqs(recs)
     gaps = sorted(
@@ -219,7 +221,8 @@ def _mount_tmpfs(directory: Path, size: str) -> bool:
 
 
 def test_full_disk_counts_drops_and_recovers(built: Path, tmp_path: Path) -> None:
-    """Contract §6 safety: writes failing with ENOSPC never block or throw into the producer; the
+    """Contract §6 safety: writes failing with ENOSPC never throw into the producer (whose offers
+    never wait: test_queue_full_drops_and_says_where); the
     drops are counted and logged once per episode; after space is freed, capture_gap records cover
     exactly the lost seqs and later events are written. A real 256 KB tmpfs when mount is allowed
     (root), else an injected IOException."""
@@ -244,7 +247,6 @@ def test_full_disk_counts_drops_and_recovers(built: Path, tmp_path: Path) -> Non
     finally:
         if mounted:
             subprocess.run(["umount", str(disk)], check=False)
-    assert facts["worst_offer_ns"] < 50_000_000
     check_seqs(recs)
     gaps = [r for r in recs if r["type"] == "capture_gap"]
     assert gaps and all(g["reason"].startswith("write failed: ") for g in gaps)
