@@ -38,7 +38,7 @@ os.environ.setdefault(
 )
 
 # Every Spark JVM of the suite maps in one archive of Spark's classes (tidemark.spark.jvm_archive):
-# a start takes about 10 s instead of 18 on two cores, and the suite starts some sixty. The
+# a start takes about 10 s instead of 18 on two cores, and the suite starts about a dozen. The
 # archive is written in the background while the first tests run (JVMs that start before it is
 # whole start without it) and kept in .cache/jvm/ for later runs, one per Java, PySpark and JVM
 # options. TIDEMARK_JVM_ARCHIVE=off (make test-unit) or a path of your own overrides it.
