@@ -94,15 +94,19 @@ def dbt(*args: str, lake: Lake, **extra: str) -> Result:
     return run([str(BIN / "dbt"), *args], lake, **extra)
 
 
-def warehouse_rows(lake: Lake, schema: str, name: str) -> list[dict]:
+def warehouse_rows(lake: Lake, schema: str, name: str, job_id: str | None = None) -> list[dict]:
     """A warehouse table's rows, read from its parquet files (hive partition columns included),
-    without starting Spark; no rows when the table was never built."""
+    without starting Spark; only ``job_id``'s when given; no rows when the table was never
+    built."""
     import pyarrow.dataset as ds
 
     path = lake.warehouse / f"{schema}.db" / name
     if not path.exists():
         return []
-    return ds.dataset(path, format="parquet", partitioning="hive").to_table().to_pylist()
+    where = None if job_id is None else ds.field("job_id") == job_id
+    return (
+        ds.dataset(path, format="parquet", partitioning="hive").to_table(filter=where).to_pylist()
+    )
 
 
 def warehouse_tables(

@@ -27,9 +27,12 @@ from tidemark.lake import Lake
 
 pytestmark = pytest.mark.e2e
 
-WINDOWS = [int(w) for w in os.environ.get("TIDEMARK_REFERENCE_WINDOWS", "60").split(",")]
-"""`flink_gauge_window_s` values to check: Flink's default 60 in `make test`; `make test-deep`
-adds 5 (Flink 1.13-1.16). Unit tests of fct_subtask_flink_gauges cover windows 7 and 10."""
+WINDOWS = [
+    int(w) for w in os.environ.get("TIDEMARK_REFERENCE_WINDOWS", str(PROJECT_WINDOW_S)).split(",")
+]
+"""`flink_gauge_window_s` values to check: the project's (Flink's default, 60) in `make test`;
+`make test-deep` adds 5 (Flink 1.13-1.16). Unit tests of fct_subtask_flink_gauges cover windows
+7 and 10."""
 
 
 @pytest.mark.parametrize("window_s", WINDOWS)
@@ -56,11 +59,11 @@ def test_gauge_marts_match_a_literal_timer_gauge(
         ).check()
 
     got_seconds = defaultdict(dict)
-    for row in _rows_of_the_job(lake, "fct_subtask_seconds"):
+    for row in warehouse_rows(lake, "tidemark", "fct_subtask_seconds", job_id=JOB_ID):
         key = (row["job_id"], row["vertex_id"], row["subtask_index"], row["attempt"])
         got_seconds[key][row["second_start_ms"]] = row
     got_rounds = defaultdict(dict)
-    for row in _rows_of_the_job(lake, "fct_subtask_flink_gauges"):
+    for row in warehouse_rows(lake, "tidemark", "fct_subtask_flink_gauges", job_id=JOB_ID):
         key = (row["job_id"], row["vertex_id"], row["subtask_index"], row["attempt"])
         got_rounds[key][row["update_ms"]] = row
 
@@ -88,10 +91,6 @@ def test_gauge_marts_match_a_literal_timer_gauge(
                 "acc_bp": row["accumulated_back_pressured_time_ms"],
             }
             assert got == want, (key, update_ms)
-
-
-def _rows_of_the_job(lake: Lake, mart: str) -> list[dict]:
-    return [r for r in warehouse_rows(lake, "tidemark", mart) if r["job_id"] == JOB_ID]
 
 
 # ------------------------------------------------------------------------- captured rounds

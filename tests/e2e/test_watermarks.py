@@ -83,8 +83,7 @@ def idle_source(demo_lake: DemoLake) -> dict:
     lake = demo_lake.lake
 
     def rows(name: str) -> list[dict]:
-        rows = warehouse_rows(lake, "tidemark", name)
-        return [r for r in rows if r["job_id"] == manifest["job_id"]]
+        return warehouse_rows(lake, "tidemark", name, job_id=manifest["job_id"])
 
     return {
         "lake": lake,

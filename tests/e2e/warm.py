@@ -57,21 +57,22 @@ class WarmLake:
             raise RuntimeError(f"the warm worker of {self.lake.root} died ({code}): {self.log}")
         return json.loads(line)
 
+    def _command(self, kind: str, args: tuple[str, ...]) -> Result:
+        answer = self._ask({kind: list(args)})
+        return Result(answer["returncode"], answer["stdout"], answer["stderr"])
+
     def dbt(self, *args: str) -> Result:
         """A dbt command, as ``harness.dbt`` runs it, with dbt's exit code (0, 1 or 2)."""
-        answer = self._ask({"dbt": list(args)})
-        return Result(answer["returncode"], answer["stdout"], answer["stderr"])
+        return self._command("dbt", args)
 
     def tidemark(self, *args: str) -> Result:
         """A ``tidemark`` command (its ``main``), in the worker, on the worker's session."""
-        answer = self._ask({"tidemark": list(args)})
-        return Result(answer["returncode"], answer["stdout"], answer["stderr"])
+        return self._command("tidemark", args)
 
     def mf(self, *args: str) -> Result:
         """A MetricFlow command (``mf``), in the worker: the ``dbt debug`` it starts with finds
         Spark running instead of starting it."""
-        answer = self._ask({"mf": list(args)})
-        return Result(answer["returncode"], answer["stdout"], answer["stderr"])
+        return self._command("mf", args)
 
     def sql_rows(self, query: str) -> list[dict]:
         """Rows of a query, as ``tidemark sql --format jsonl`` prints them."""

@@ -64,7 +64,7 @@ def _count(session: LiveSession, table: str) -> int:
 
 
 def _mart(session: LiveSession, name: str, job_id: str) -> list[dict]:
-    return [r for r in warehouse_rows(session.lake, "tidemark", name) if r["job_id"] == job_id]
+    return warehouse_rows(session.lake, "tidemark", name, job_id=job_id)
 
 
 @pytest.fixture(params=VERSIONS, ids=[f"flink-{v}" for v in VERSIONS])
