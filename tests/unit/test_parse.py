@@ -142,3 +142,46 @@ def test_lines_that_are_not_objects_never_reach_arrow() -> None:
     assert [reason for _, reason in result.failures] == [
         "line is a JSON null, not an object"
     ] * 2 + ["line is a JSON null, not an object"]
+
+
+def _fast_rows(lines: list[bytes]) -> list[dict] | None:
+    fast = parse._fast(b"\n".join(lines), len(lines))
+    return None if fast is None else fast.to_pylist()
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # Fields outside the common ones are inferred by Arrow; where Arrow's type carries other
+        # values than PARSED's (a date string as a timestamp, a float, a huge integer as a
+        # double), the block is read again strictly and typed as the slow path types it.
+        b'{"type": "capture_gap", "reason": "2024-01-01T00:00:00"}',
+        b'{"type": "vertex", "vertex_name": "2024-01-01", "parallelism": 4}',
+        b'{"type": "vertex", "upstream_vertex_ids": [], "busy_time_enabled": false}',
+        b'{"type": "capture_gap", "to_seq": 12, "to_ts_ms": null, "dropped": 3}',
+        # An escaped key names the same field as the plain one.
+        b'{"type": "capture_gap", "re\\u0061son": "full", "\\u0074o_seq": 2}',
+        # Unknown fields are ignored, whatever their types from line to line.
+        b'{"type": "timer", "other": 1}',
+        b'{"type": "timer", "other": "x", "more": {"deep": [1.5]}}',
+    ],
+)
+def test_fields_outside_the_common_ones_are_typed_as_the_slow_path_types_them(line: bytes) -> None:
+    lines = [line, b'{"type": "timer", "seq": 1}']
+    assert _fast_rows(lines) == [parse_line(ln) for ln in lines]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"type": "vertex", "parallelism": 2147483648}',  # int64 to Arrow, too big for int32
+        b'{"type": "capture_gap", "dropped": 1.5}',
+        b'{"type": "capture_gap", "to_seq": 99999999999999999999}',
+        b'{"type": "capture_gap", "reason": 7}',
+        b'{"type": "vertex", "upstream_vertex_ids": [1]}',
+        b'{"type": "capture_gap", "reason": "a", "reason": "b"}',
+    ],
+)
+def test_a_rare_field_of_the_wrong_type_is_refused_as_before(line: bytes) -> None:
+    assert _fast_rows([line, b'{"type": "timer", "seq": 1}']) is None
+    assert isinstance(parse_line(line), str)

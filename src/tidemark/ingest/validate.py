@@ -39,6 +39,11 @@ def is_one_of(table: pa.Table, name: str, allowed: tuple[str, ...]) -> np.ndarra
     return _np(pc.fill_null(pc.is_in(table[name], value_set=pa.array(allowed)), False))
 
 
+def _codes(array: pa.ChunkedArray, allowed: tuple[str, ...]) -> np.ndarray:
+    """Each row's index in ``allowed``; -1 where the value is missing or not allowed."""
+    return _np(pc.fill_null(pc.index_in(array, value_set=pa.array(allowed)), -1))
+
+
 def _less(table: pa.Table, name: str, bound: int) -> np.ndarray:
     return _np(pc.fill_null(pc.less(table[name], bound), False))
 
@@ -49,15 +54,18 @@ def check_rows(table: pa.Table) -> dict[int, str]:
     if n == 0:
         return {}
     col = {name: table[name] for name in table.column_names}
-    kind = _np(pc.fill_null(col["type"], ""))
-    is_task = np.isin(kind, TASK_TYPES)
-    is_timer = kind == "timer"
-    is_channel = (kind == "watermark") | (kind == "watermark_status")
-    is_vertex = kind == "vertex"
-    is_output = kind == "valve_output"
-    is_gap = kind == "capture_gap"
-    output_kind = _np(pc.fill_null(col["kind"], ""))
-    action = _np(pc.fill_null(col["action"], ""))
+    # The enumerated fields as codes (their index in the allowed values, -1 for any other value
+    # or none): comparing strings row by row took most of this function's time.
+    kind = _codes(col["type"], EVENT_TYPES)
+    is_type = {name: kind == code for code, name in enumerate(EVENT_TYPES)}
+    is_task = np.isin(kind, [EVENT_TYPES.index(t) for t in TASK_TYPES])
+    is_timer, is_vertex = is_type["timer"], is_type["vertex"]
+    is_channel = is_type["watermark"] | is_type["watermark_status"]
+    is_output, is_gap = is_type["valve_output"], is_type["capture_gap"]
+    output_kind = _codes(col["kind"], OUTPUT_KINDS)
+    output_watermark = is_output & (output_kind == OUTPUT_KINDS.index("watermark"))
+    output_status = is_output & (output_kind == OUTPUT_KINDS.index("status"))
+    not_update = _codes(col["action"], ACTIONS) != ACTIONS.index("update")
     has_published = is_timer & ~_isnull(table, "published")
 
     def value(name: str) -> Callable[[int], object]:
@@ -114,8 +122,11 @@ def check_rows(table: pa.Table) -> dict[int, str]:
         missing("action", is_timer),
         enum("action", is_timer, ACTIONS),
         (
-            has_published & (action != "update"),
-            lambda i: f"field 'published' is only allowed on action 'update', not {action[i]!r}",
+            has_published & not_update,
+            lambda i: (
+                "field 'published' is only allowed on action 'update', not "
+                f"{col['action'][i].as_py() or ''!r}"
+            ),
         ),
         (
             has_published
@@ -138,14 +149,14 @@ def check_rows(table: pa.Table) -> dict[int, str]:
                 f"num_channels ({col['num_channels'][i].as_py()})"
             ),
         ),
-        missing("watermark_ms", is_channel & (kind == "watermark")),
-        missing("status", is_channel & (kind == "watermark_status")),
-        enum("status", kind == "watermark_status", STATUSES),
+        missing("watermark_ms", is_type["watermark"]),
+        missing("status", is_type["watermark_status"]),
+        enum("status", is_type["watermark_status"], STATUSES),
         missing("kind", is_output),
         enum("kind", is_output, OUTPUT_KINDS),
-        missing("watermark_ms", is_output & (output_kind == "watermark")),
-        missing("status", is_output & (output_kind == "status")),
-        enum("status", is_output & (output_kind == "status"), STATUSES),
+        missing("watermark_ms", output_watermark),
+        missing("status", output_status),
+        enum("status", output_status, STATUSES),
         missing("to_seq", is_gap),
         (
             is_gap & _np(pc.fill_null(pc.less(col["to_seq"], col["seq"]), False)),
