@@ -10,8 +10,8 @@ against a subtask's timeline of states built from tidemark's marts:
   ``update_ms`` until the attempt's next round; the attempt's last round until the next attempt's
   first round (the attempt ended in between). Before an attempt's first round Flink publishes
   idle 0, back pressure 0 and busy 1000 (T7, M4): in effect from the previous attempt's last
-  round or, if earlier, the attempt's first event (the first attempt: from the start) until that
-  first round; busy is NaN instead while
+  round or, if earlier, the previous attempt's last event or the attempt's own first event (the
+  first attempt: from the start) until that first round; busy is NaN instead while
   the task has not yet enabled busy time (``TaskIOMetricGroup.busyTimeEnabled`` starts false,
   the StreamTask sets it as it starts). A reading matches if all three gauges equal one state
   in effect in its window.
@@ -110,13 +110,17 @@ def _timeline(
     by_attempt: dict[int, list[tuple[int, object, tuple[float, float] | None]]],
     initial: tuple[tuple[object, tuple[float, float] | None], ...],
     started: dict[int, int] | None = None,
+    ended: dict[int, int] | None = None,
 ) -> list[State]:
     """States of one subtask from its attempts' (start_ms, value, parts) rows, sorted per
     attempt; ``initial``: the (value, parts) each attempt shows before its first row.
 
     A later attempt's initial value is in effect from the previous attempt's last round or, if
-    earlier, from the attempt's first event (``started``); the first attempt's from the start
-    (a task's metrics show before its first event: seen on a loaded machine). Attempts overlap
+    earlier, from the previous attempt's last event (``ended``: a new attempt is deployed only
+    once the old one has failed or been cancelled, and its metrics can show before its own first
+    event on a slow host) or the attempt's own first event (``started``); the first attempt's
+    from the start (a task's metrics show before its first event: seen on a loaded machine).
+    Attempts overlap
     around a restart: the old attempt's gauges may still get a view update while the new one
     already runs (seen on Flink 2.2.0 on a loaded machine: attempt 0's last round came 2 s after
     REST showed attempt 1's initial value), so an attempt's last round that comes after the next
@@ -131,6 +135,8 @@ def _timeline(
         before = by_attempt[attempts[position - 1]][-1][0] if position else -math.inf
         if position and started and attempt in started:
             before = min(before, started[attempt])
+        if position and ended and attempts[position - 1] in ended:
+            before = min(before, ended[attempts[position - 1]])
         states.extend(State(attempt, -1, before, rows[0][0], *shown) for shown in initial)
         for k, (start, value, parts) in enumerate(rows):
             end = rows[k + 1][0] if k + 1 < len(rows) else (after if after > start else math.inf)
@@ -139,10 +145,13 @@ def _timeline(
 
 
 def gauge_timelines(
-    rows: list[dict], started: dict[tuple[str, int, int], int] | None = None
+    rows: list[dict],
+    started: dict[tuple[str, int, int], int] | None = None,
+    ended: dict[tuple[str, int, int], int] | None = None,
 ) -> dict[Subtask, list[State]]:
     """Per subtask, the states of Flink's three gauges over time, from fct_subtask_flink_gauges;
-    ``started``: each (vertex_id, subtask_index, attempt)'s first event ``ts_ms``, where known."""
+    ``started`` and ``ended``: each (vertex_id, subtask_index, attempt)'s first and last event
+    ``ts_ms``, where known."""
     by_subtask: dict[Subtask, dict[int, list]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
         busy = row["busy_time_ms_per_second"]
@@ -160,10 +169,17 @@ def gauge_timelines(
     for attempts in by_subtask.values():
         for rounds in attempts.values():
             rounds.sort(key=lambda r: r[0])
-    starts: dict[Subtask, dict[int, int]] = defaultdict(dict)
-    for (vertex_id, subtask_index, attempt), ts_ms in (started or {}).items():
-        starts[(vertex_id, subtask_index)][attempt] = ts_ms
-    return {s: _timeline(a, INITIAL_STATES, starts.get(s)) for s, a in by_subtask.items()}
+    starts, ends = _per_subtask(started), _per_subtask(ended)
+    return {
+        s: _timeline(a, INITIAL_STATES, starts.get(s), ends.get(s)) for s, a in by_subtask.items()
+    }
+
+
+def _per_subtask(moments: dict[tuple[str, int, int], int] | None) -> dict[Subtask, dict[int, int]]:
+    out: dict[Subtask, dict[int, int]] = defaultdict(dict)
+    for (vertex_id, subtask_index, attempt), ts_ms in (moments or {}).items():
+        out[(vertex_id, subtask_index)][attempt] = ts_ms
+    return out
 
 
 def watermark_timelines(rows: list[dict]) -> dict[Subtask, list[State]]:

@@ -114,11 +114,14 @@ def test_rest_gauges_equal_flink_gauges_mart(live: LiveSession, version_run: Ver
     # and the mart falls back to the epoch grid for it (contract §4), which Flink never published.
     rows = _mart(live, GAUGE_MART, version_run.job_id)
     started: dict[tuple[str, int, int], int] = {}
+    ended: dict[tuple[str, int, int], int] = {}
     for event in _bronze(live, "timer_events"):
         if event["job_id"] == version_run.job_id:
             task = (event["vertex_id"], event["subtask_index"], event["attempt"])
             started[task] = min(started.get(task, event["ts_ms"]), event["ts_ms"])
-    timelines = gauge_timelines([r for r in rows if r["round_source"] == "captured"], started)
+            ended[task] = max(ended.get(task, event["ts_ms"]), event["ts_ms"])
+    captured = [r for r in rows if r["round_source"] == "captured"]
+    timelines = gauge_timelines(captured, started, ended)
     straddles: list = []
     matched, missed = match(readings, timelines, LAG_MS, straddles)
     assert not missed, f"{len(missed)} of {len(readings)} REST readings match no round:\n" + (

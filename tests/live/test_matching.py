@@ -139,6 +139,33 @@ def test_overlapping_attempts_both_show_their_values() -> None:
     assert shown(_reading(1_000, 1_010, INITIAL)) == (0, -1)
 
 
+def test_a_new_attempts_value_shows_once_the_old_attempt_has_ended() -> None:
+    """Seen once on Flink 2.2.0 on a slow host: REST, still naming attempt 0, showed Flink's
+    value before a first round while attempt 0's rounds were in effect. Attempt 1's metrics
+    showed before its first captured event, and attempt 0 got a round after that. A new attempt
+    is deployed only once the old one has ended, so its value before a first round is in effect
+    from the old attempt's last event."""
+    rounds = [
+        _round(7_000, 36, 0, 964.0),
+        _round(12_000, 40, 0, 960.0),
+        _round(17_000, 45, 0, 955.0),  # attempt 0's last view update, after it ended
+        _round(21_000, 5, 0, 995.0, attempt=1),
+    ]
+    started = {("v", 0, 0): 2_000, ("v", 0, 1): 16_000}
+    ended = {("v", 0, 0): 13_500, ("v", 0, 1): 30_000}
+
+    def shown(reading: dict, **bounds: dict) -> tuple[int, int] | None:
+        matched, _ = match([reading], gauge_timelines(rounds, started, **bounds), 500)
+        return (matched[0][1].attempt, matched[0][1].round_index) if matched else None
+
+    after_the_end = _reading(14_000, 14_010, INITIAL)
+    assert shown(after_the_end) is None  # without the old attempt's end: a miss
+    assert shown(after_the_end, ended=ended) == (1, -1)
+    # While attempt 0 still ran, its rounds are all REST could show.
+    assert shown(_reading(13_000, 13_010, INITIAL), ended=ended) is None
+    assert shown(_reading(13_000, 13_010, (40.0, 0.0, 960.0)), ended=ended) == (0, 1)
+
+
 def _change(valid_from: int, seq: int, watermark: int | None, attempt: int = 0) -> dict:
     return {
         "vertex_id": "v",
