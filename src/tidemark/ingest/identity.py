@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tidemark.ingest.summary import BronzeSummary, Task, lowest_seqs
-from tidemark.ingest.validate import ACTIONS, OUTPUT_KINDS, STATUSES, TASK_TYPES, TIMERS
+from tidemark.ingest.validate import ACTIONS, OUTPUT_KINDS, STATUSES, TASK_TYPES, TIMERS, enum_codes
 
 ACCEPTED, DUPLICATE, CONFLICT, CHANNELS_CHANGED = 0, 1, 2, 3
 
@@ -41,11 +41,6 @@ def _mix(h: np.ndarray, values: np.ndarray) -> np.ndarray:
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
         return z ^ (z >> np.uint64(31))
-
-
-def _codes(array: pa.ChunkedArray, values: tuple[str, ...]) -> np.ndarray:
-    index = pc.index_in(array, value_set=pa.array(values))
-    return np.asarray(pc.fill_null(index, -1).to_numpy(zero_copy_only=False), dtype=np.int64) + 1
 
 
 def _ints(array: pa.ChunkedArray, null: int = 0) -> np.ndarray:
@@ -75,18 +70,18 @@ def fingerprints(events: pa.Table) -> np.ndarray:
     """
     n = events.num_rows
     h = np.zeros(n, dtype=np.uint64)
-    h = _mix(h, _codes(events["type"], TASK_TYPES))
+    h = _mix(h, enum_codes(events["type"], TASK_TYPES))
     h = _mix(h, _ints(events["ts_ms"]))
-    h = _mix(h, _codes(events["timer"], TIMERS))
-    h = _mix(h, _codes(events["action"], ACTIONS))
+    h = _mix(h, enum_codes(events["timer"], TIMERS))
+    h = _mix(h, enum_codes(events["action"], ACTIONS))
     h = _mix(h, _ints(events["published"], -1))
     h = _mix(h, _ints(events["input_index"], -1))
     h = _mix(h, _ints(events["channel_index"], -1))
     h = _mix(h, _ints(events["num_channels"], -1))
     h = _mix(h, _ints(events["watermark_ms"]))
     h = _mix(h, _nulls(events["watermark_ms"]))
-    h = _mix(h, _codes(events["status"], STATUSES))
-    h = _mix(h, _codes(events["kind"], OUTPUT_KINDS))
+    h = _mix(h, enum_codes(events["status"], STATUSES))
+    h = _mix(h, enum_codes(events["kind"], OUTPUT_KINDS))
     h = _mix(h, _ints(events["to_seq"], -1))
     h = _mix(h, _ints(events["to_ts_ms"]))
     h = _mix(h, _ints(events["dropped"], -1))

@@ -44,7 +44,7 @@ from tidemark.ingest.identity import (
 from tidemark.ingest.parse import Parsed, parse_block
 from tidemark.ingest.schema import BRONZE_SCHEMAS, PARSED
 from tidemark.ingest.summary import IDENTITY, BronzeSummary
-from tidemark.ingest.validate import TASK_TYPES, check_rows, is_one_of
+from tidemark.ingest.validate import EVENT_TYPES, TASK_TYPES, check_rows, enum_codes, is_type
 from tidemark.lake import Lake
 
 log = logging.getLogger(__name__)
@@ -537,7 +537,8 @@ def _judge_block(
         valid[i] = False
         reasons[int(row_lines[i])] = reason
 
-    task_rows = np.flatnonzero(valid & is_one_of(table, "type", TASK_TYPES))
+    kind = enum_codes(table["type"], EVENT_TYPES)  # one pass over the types for every split below
+    task_rows = np.flatnonzero(valid & is_type(kind, TASK_TYPES))
     events = table if len(task_rows) == table.num_rows else table.take(task_rows)
     events = events.set_column(
         events.schema.get_field_index("attempt"),
@@ -550,9 +551,10 @@ def _judge_block(
     keep = verdicts.codes == ACCEPTED
     accepted_events = events if keep.all() else events.filter(pa.array(keep))
     accepted_lines = row_lines[task_rows[keep]]
+    accepted_kind = kind[task_rows[keep]]
     duplicates = int((verdicts.codes == DUPLICATE).sum())
 
-    vertex_rows = np.flatnonzero(valid & is_one_of(table, "type", ("vertex",)))
+    vertex_rows = np.flatnonzero(valid & is_type(kind, ("vertex",)))
     vertex_keep = []
     for i in vertex_rows.tolist():
         if index.judge_vertex(table.slice(i, 1).to_pylist()[0]):
@@ -575,7 +577,7 @@ def _judge_block(
 
     out: dict[str, pa.Table] = {}
     for table_name, types in _TASK_TABLES.items():
-        is_kind = is_one_of(accepted_events, "type", types)
+        is_kind = is_type(accepted_kind, types)
         wanted = [n for n in (*_names(table_name), "type") if n in accepted_events.column_names]
         rows = accepted_events.select(wanted).filter(pa.array(is_kind))
         columns = {n: rows[n] for n in _names(table_name) if n in rows.column_names}

@@ -200,7 +200,7 @@ def _conform(table: pa.Table) -> pa.Table | None:
             columns.append(pa.nulls(table.num_rows, wanted.type))
             continue
         column = table[wanted.name]
-        if wanted.name in _COMMON.names or column.type == wanted.type:
+        if column.type == wanted.type:  # so is every field of _COMMON, read explicitly
             columns.append(column)
         elif column.type == pa.null() or (
             pa.types.is_list(wanted.type) and column.type == pa.list_(pa.null())

@@ -34,14 +34,19 @@ def _isnull(table: pa.Table, name: str) -> np.ndarray:
     return _np(pc.is_null(table[name]))
 
 
-def is_one_of(table: pa.Table, name: str, allowed: tuple[str, ...]) -> np.ndarray:
+def _is_one_of(table: pa.Table, name: str, allowed: tuple[str, ...]) -> np.ndarray:
     """Whether each row's ``name`` is one of ``allowed`` (False where it is missing)."""
     return _np(pc.fill_null(pc.is_in(table[name], value_set=pa.array(allowed)), False))
 
 
-def _codes(array: pa.ChunkedArray, allowed: tuple[str, ...]) -> np.ndarray:
+def enum_codes(array: pa.ChunkedArray, allowed: tuple[str, ...]) -> np.ndarray:
     """Each row's index in ``allowed``; -1 where the value is missing or not allowed."""
     return _np(pc.fill_null(pc.index_in(array, value_set=pa.array(allowed)), -1))
+
+
+def is_type(kind: np.ndarray, types: tuple[str, ...]) -> np.ndarray:
+    """Whether each row's type, as ``enum_codes(table["type"], EVENT_TYPES)``, is in ``types``."""
+    return np.isin(kind, [EVENT_TYPES.index(t) for t in types])
 
 
 def _less(table: pa.Table, name: str, bound: int) -> np.ndarray:
@@ -56,16 +61,16 @@ def check_rows(table: pa.Table) -> dict[int, str]:
     col = {name: table[name] for name in table.column_names}
     # The enumerated fields as codes (their index in the allowed values, -1 for any other value
     # or none): comparing strings row by row took most of this function's time.
-    kind = _codes(col["type"], EVENT_TYPES)
-    is_type = {name: kind == code for code, name in enumerate(EVENT_TYPES)}
-    is_task = np.isin(kind, [EVENT_TYPES.index(t) for t in TASK_TYPES])
-    is_timer, is_vertex = is_type["timer"], is_type["vertex"]
-    is_channel = is_type["watermark"] | is_type["watermark_status"]
-    is_output, is_gap = is_type["valve_output"], is_type["capture_gap"]
-    output_kind = _codes(col["kind"], OUTPUT_KINDS)
+    kind = enum_codes(col["type"], EVENT_TYPES)
+    of_type = {name: kind == code for code, name in enumerate(EVENT_TYPES)}
+    is_task = is_type(kind, TASK_TYPES)
+    is_timer, is_vertex = of_type["timer"], of_type["vertex"]
+    is_channel = of_type["watermark"] | of_type["watermark_status"]
+    is_output, is_gap = of_type["valve_output"], of_type["capture_gap"]
+    output_kind = enum_codes(col["kind"], OUTPUT_KINDS)
     output_watermark = is_output & (output_kind == OUTPUT_KINDS.index("watermark"))
     output_status = is_output & (output_kind == OUTPUT_KINDS.index("status"))
-    not_update = _codes(col["action"], ACTIONS) != ACTIONS.index("update")
+    not_update = enum_codes(col["action"], ACTIONS) != ACTIONS.index("update")
     has_published = is_timer & ~_isnull(table, "published")
 
     def value(name: str) -> Callable[[int], object]:
@@ -85,7 +90,7 @@ def check_rows(table: pa.Table) -> dict[int, str]:
 
     def enum(name: str, where: np.ndarray, allowed: tuple[str, ...]) -> Rule:
         show = value(name)
-        bad = where & ~_isnull(table, name) & ~is_one_of(table, name, allowed)
+        bad = where & ~_isnull(table, name) & ~_is_one_of(table, name, allowed)
         expected = ", ".join(allowed)
         return bad, lambda i: f"field '{name}' is {show(i)!r}: expected one of {expected}"
 
@@ -149,9 +154,9 @@ def check_rows(table: pa.Table) -> dict[int, str]:
                 f"num_channels ({col['num_channels'][i].as_py()})"
             ),
         ),
-        missing("watermark_ms", is_type["watermark"]),
-        missing("status", is_type["watermark_status"]),
-        enum("status", is_type["watermark_status"], STATUSES),
+        missing("watermark_ms", of_type["watermark"]),
+        missing("status", of_type["watermark_status"]),
+        enum("status", of_type["watermark_status"], STATUSES),
         missing("kind", is_output),
         enum("kind", is_output, OUTPUT_KINDS),
         missing("watermark_ms", output_watermark),
