@@ -9,6 +9,7 @@ plain ``dbt build`` works from the repository root with no wrapper script.
 Spark is started only for the tidemark project, only when the selected target uses the Spark
 ``session`` method, and only for commands that run SQL (not ``parse``, ``deps``, ``ls``, nor
 MetricFlow's ``mf``).
+The rule is :func:`tidemark.spark.settings.needs_embedded_spark`, which imports no dbt.
 See docs/decisions/0002-one-spark-session-factory.md.
 """
 
@@ -16,35 +17,7 @@ from __future__ import annotations
 
 from dbt.plugins.manager import dbtPlugin
 
-PROJECT = "tidemark"
-# dbt commands that run SQL (flags.WHICH): only these get a Spark session. Anything else, dbt's
-# own `parse`, `deps`, `ls` or a tool that loads the project (MetricFlow's `mf`), does not.
-SQL_COMMANDS = frozenset(
-    {
-        "build",
-        "run",
-        "test",
-        "seed",
-        "snapshot",
-        "show",
-        "compile",
-        "debug",
-        "run-operation",
-        "freshness",
-        "generate",
-        "retry",
-        "clone",
-    }
-)
-
-
-def needs_embedded_spark(project_name: str, command: str | None, credentials: object) -> bool:
-    """Whether this dbt invocation should get tidemark's embedded Spark session."""
-    if project_name != PROJECT or command not in SQL_COMMANDS:
-        return False
-    kind = getattr(credentials, "type", None)
-    method = getattr(credentials, "method", None)
-    return kind == "spark" and str(getattr(method, "value", method)) == "session"
+from tidemark.spark.settings import needs_embedded_spark
 
 
 def _invocation() -> tuple[str | None, object]:

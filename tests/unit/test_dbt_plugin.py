@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from dbt_tidemark import needs_embedded_spark
+from tidemark.spark.settings import needs_embedded_spark
 
 SESSION = SimpleNamespace(type="spark", method="session")
 THRIFT = SimpleNamespace(type="spark", method="thrift")

@@ -1,5 +1,6 @@
-"""Spark settings read from the environment (``TIDEMARK_DELTA``, ``TIDEMARK_JAVA_OPTIONS``) and
-the set-up error, which the session factory and the bronze views both need.
+"""Spark settings read from the environment (``TIDEMARK_DELTA``, ``TIDEMARK_JAVA_OPTIONS``), the
+set-up error, which the session factory and the bronze views both need, and which dbt commands
+get the embedded session (the dbt plugin's rule).
 
 The imports go one way: :mod:`tidemark.spark.session` imports :mod:`tidemark.spark.bronze`, and
 both import this module, which imports neither.
@@ -61,3 +62,35 @@ def archive_options(lake: Lake) -> str:
     if path is None or not path.is_file():
         return ""
     return f"-XX:SharedArchiveFile={path} {QUIET_ARCHIVE}"
+
+
+DBT_PROJECT = "tidemark"
+# dbt commands that run SQL (flags.WHICH): only these get a Spark session. Anything else, dbt's
+# own `parse`, `deps`, `ls` or a tool that loads the project (MetricFlow's `mf`), does not.
+DBT_SQL_COMMANDS = frozenset(
+    {
+        "build",
+        "run",
+        "test",
+        "seed",
+        "snapshot",
+        "show",
+        "compile",
+        "debug",
+        "run-operation",
+        "freshness",
+        "generate",
+        "retry",
+        "clone",
+    }
+)
+
+
+def needs_embedded_spark(project_name: str, command: str | None, credentials: object) -> bool:
+    """Whether this dbt invocation should get tidemark's embedded Spark session (the dbt plugin,
+    ``src/dbt_tidemark.py``, asks; here because importing dbt takes seconds, and tests need not)."""
+    if project_name != DBT_PROJECT or command not in DBT_SQL_COMMANDS:
+        return False
+    kind = getattr(credentials, "type", None)
+    method = getattr(credentials, "method", None)
+    return kind == "spark" and str(getattr(method, "value", method)) == "session"
