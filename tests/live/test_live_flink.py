@@ -209,9 +209,13 @@ def test_paused_subtask_goes_idle_downstream(live: LiveSession, version_run: Ver
         ):
             key = (row["subtask_index"], row["attempt"], row["input_index"], row["channel_index"])
             statuses[key].append((row["seq"], row["status"]))
+    every = {key: [s for _, s in sorted(seen)] for key, seen in sorted(statuses.items())}
     for subtask in (0, 1):
-        seen = [s for _, s in sorted(statuses[(subtask, 1, 0, 1)])]
-        assert "IDLE" in seen, f"join {subtask}: input 0 channel 1 statuses {seen}"
+        seen = every.get((subtask, 1, 0, 1), [])
+        assert "IDLE" in seen, (
+            f"join {subtask} attempt 1: input 0 channel 1 statuses {seen}; all of join's"
+            f" (subtask, attempt, input, channel): {every}"
+        )
         assert "ACTIVE" in seen[seen.index("IDLE") :], seen
 
 

@@ -7,6 +7,7 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.FlatMapFunction;
+import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.functions.RichMapFunction;
 import org.apache.flink.api.java.functions.KeySelector;
@@ -22,9 +23,9 @@ import org.apache.flink.util.Collector;
  * tidemark's live test job: one source file for Flink 1.20.x and 2.x, run in a local MiniCluster.
  *
  * <pre>
- *   source-a -> pace-a ==forward==> watermarks-b (idleness 1 s) --keyBy--\
- *                                                                        join (two inputs) --rebalance--> explode (x K)
- *   source-c -> pace-c -> watermarks-c ----------------------------keyBy--/          --rebalance--> throttle -> discard
+ *   source-a -> pace-a -> pad-a ==forward==> watermarks-b (idleness 1 s) --keyBy--\
+ *                                                                                 join (two inputs) --rebalance--> explode (x K)
+ *   source-c -> pace-c -> watermarks-c -------------------------------------keyBy--/          --rebalance--> throttle -> discard
  * </pre>
  *
  * <ul>
@@ -103,11 +104,12 @@ public final class LiveJob {
         env.setParallelism(parallelism);
 
         long total = perSubtask * parallelism;
-        DataStream<Long> a = env.fromSequence(0, total - 1).name("source-a")
-                .map(new Pace(rate, bench ? -1 : 1, 10_000, 6_000)).name("pace-a");
-        DataStream<Long> b = a.assignTimestampsAndWatermarks(
-                        WatermarkStrategy.<Long>forBoundedOutOfOrderness(Duration.ofMillis(200))
-                                .withTimestampAssigner((value, previous) -> value)
+        DataStream<String> a = env.fromSequence(0, total - 1).name("source-a")
+                .map(new Pace(rate, bench ? -1 : 1, 10_000, 6_000)).name("pace-a")
+                .map(new Pad(bench ? 0 : 256)).name("pad-a");
+        DataStream<String> b = a.assignTimestampsAndWatermarks(
+                        WatermarkStrategy.<String>forBoundedOutOfOrderness(Duration.ofMillis(200))
+                                .withTimestampAssigner((value, previous) -> Pad.stamp(value))
                                 .withIdleness(Duration.ofSeconds(1)))
                 .name("watermarks-b")
                 .disableChaining();
@@ -117,7 +119,7 @@ public final class LiveJob {
                         WatermarkStrategy.<Long>forBoundedOutOfOrderness(Duration.ofMillis(300))
                                 .withTimestampAssigner((value, previous) -> value))
                 .name("watermarks-c");
-        DataStream<Long> joined = b.keyBy(new Bucket()).connect(c.keyBy(new Bucket()))
+        DataStream<Long> joined = b.keyBy(new PaddedBucket()).connect(c.keyBy(new Bucket()))
                 .process(new Join(bench ? -1 : 15_000)).name("join");
         DataStream<String> exploded =
                 joined.rebalance().flatMap(new Explode(explode, padding)).name("explode");
@@ -181,6 +183,38 @@ public final class LiveJob {
         }
     }
 
+    /**
+     * Stream a's records as text with padding: "stamp,xxx...". With 8-byte records the few network
+     * buffers between pace-a and join (4 KB, two per channel) hold about ten seconds of a
+     * back-pressured stream; that backlog absorbed the 6 s pause, so watermarks-b never saw a gap
+     * and join never saw channel 1 go IDLE (a CI run on Flink 2.2.0). Padded, they hold well under
+     * one second.
+     */
+    static final class Pad implements MapFunction<Long, String> {
+        private final String padding;
+
+        Pad(int padding) {
+            this.padding = "x".repeat(padding);
+        }
+
+        @Override
+        public String map(Long stamp) {
+            return stamp + "," + padding;
+        }
+
+        static long stamp(String value) {
+            return Long.parseLong(value.substring(0, value.indexOf(',')));
+        }
+    }
+
+    /** Spreads stream a's keys over both subtasks of the join, as {@link Bucket} does stream c's. */
+    static final class PaddedBucket implements KeySelector<String, Long> {
+        @Override
+        public Long getKey(String value) {
+            return Pad.stamp(value) % 16;
+        }
+    }
+
     /** Spreads the keys over both subtasks of the join. */
     static final class Bucket implements KeySelector<Long, Long> {
         @Override
@@ -190,7 +224,7 @@ public final class LiveJob {
     }
 
     /** The two-input task (valves on input 0 and 1); subtask 0 fails once, 15 s into attempt 0. */
-    static final class Join extends KeyedCoProcessFunction<Long, Long, Long, Long> {
+    static final class Join extends KeyedCoProcessFunction<Long, String, Long, Long> {
         private final long failAfterMs;
         private transient long startMs;
         private transient boolean failing;
@@ -214,9 +248,9 @@ public final class LiveJob {
         }
 
         @Override
-        public void processElement1(Long value, Context ctx, Collector<Long> out) {
+        public void processElement1(String value, Context ctx, Collector<Long> out) {
             check();
-            out.collect(value);
+            out.collect(Pad.stamp(value));
         }
 
         @Override
