@@ -258,6 +258,17 @@ def test_vertex_defaults(tmp_path: Path, lake: Lake) -> None:
     assert graph["vertex_name"] is None
 
 
+def test_a_vertex_list_arrow_infers_wrongly_is_quarantined_not_a_crash(
+    tmp_path: Path, lake: Lake
+) -> None:
+    """A block big enough for Arrow's reader (not the line-by-line path) with a null leading a
+    vertex's upstream ids: pyarrow 26 infers an invalid array there, and ingest raised."""
+    lines = [timer(seq) for seq in range(300)] + [vertex(upstream_vertex_ids=[None, "source"])]
+    report = ingest([write_jsonl(tmp_path / "g.jsonl", lines)], lake)
+    assert (report.accepted, report.quarantined) == (300, 1)
+    assert quarantine_reasons(lake) == {301: "field 'upstream_vertex_ids' holds a null or empty id"}
+
+
 def test_reingesting_the_same_content_adds_nothing(tmp_path: Path, lake: Lake) -> None:
     path = write_jsonl(tmp_path / "a.jsonl", [timer(0), timer(1), b"garbage"])
     first = ingest([path], lake)

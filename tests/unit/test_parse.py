@@ -71,6 +71,23 @@ def test_fast_path_accepts_only_what_the_slow_path_accepts_with_equal_values(
     assert fast.to_pylist() == slow
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"upstream_vertex_ids": [null, ""]}',
+        b'{"upstream_vertex_ids": [null, "a"]}',
+        b'{"type": "vertex", "upstream_vertex_ids": [null, null, "a", "b"]}',
+    ],
+)
+def test_a_list_arrow_infers_wrongly_is_read_strictly(line: bytes) -> None:
+    """pyarrow 26's inference drops a list's leading nulls (an invalid array): the block is
+    read again with every field explicit, with the values json gives, instead of failing."""
+    lines = [json.dumps({"type": "timer", "seq": i}).encode() for i in range(300)] + [line]
+    result = _parse(lines)
+    assert result.failures == [] and result.table.num_rows == len(lines)
+    assert result.table.slice(300).to_pylist() == [parse_line(line)]
+
+
 def test_blocks_with_a_bad_line_are_split_and_only_that_line_fails(monkeypatch) -> None:
     monkeypatch.setattr(parse, "SLOW_PATH_BELOW", 4)
     good = json.dumps({"type": "timer", "seq": 1}).encode()

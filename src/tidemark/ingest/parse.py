@@ -192,7 +192,9 @@ def _conform(table: pa.Table) -> pa.Table | None:
     Inferred types that carry the same values: the field's own type, ``null`` (absent
     everywhere), a list of nulls for a list, and int64 for an int32 field when every value fits.
     Anything else (a date string typed as a timestamp, a float, a huge integer as a double) is
-    left to the strict read, which accepts or refuses it as before.
+    left to the strict read, which accepts or refuses it as before. So is an inferred column that
+    is not a valid array: pyarrow 26 infers ``[null, ""]`` as a list of strings whose values lost
+    the null, and building the table from it raised instead of refusing.
     """
     columns = []
     for wanted in PARSED:
@@ -200,6 +202,8 @@ def _conform(table: pa.Table) -> pa.Table | None:
             columns.append(pa.nulls(table.num_rows, wanted.type))
             continue
         column = table[wanted.name]
+        if wanted.name not in _COMMON.names and not _valid(column):
+            return None
         if column.type == wanted.type:  # so is every field of _COMMON, read explicitly
             columns.append(column)
         elif column.type == pa.null() or (
@@ -214,6 +218,14 @@ def _conform(table: pa.Table) -> pa.Table | None:
         else:
             return None
     return pa.Table.from_arrays(columns, schema=PARSED)
+
+
+def _valid(column: pa.ChunkedArray) -> bool:
+    try:
+        column.validate(full=True)
+    except pa.ArrowInvalid:
+        return False
+    return True
 
 
 class _Object(dict):  # type: ignore[type-arg]
