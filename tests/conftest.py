@@ -117,21 +117,7 @@ def group_of(nodeid: str) -> str | None:
     return None
 
 
-# The longest units of work, longest first, as measured on two workers (seconds of one worker):
-# the demo group about 410, the thrift server's test 150, the Spark group 90, the command-line
-# tests 70, the generator's 40. They are handed out first, and the many short tests last, so
-# the two workers finish together: with xdist's own order (most tests first) the generator's
-# group ran before the demo group on one worker, which then finished a minute after the other.
-FIRST = (*GROUPS["demo"], "tests/e2e/test_serve.py", *GROUPS["spark"], "tests/e2e/test_cli.py",
-         *GROUPS["generate"])  # fmt: skip
-
-
-def _rank(item: pytest.Item) -> int:
-    return next((i for i, prefix in enumerate(FIRST) if item.nodeid.startswith(prefix)), len(FIRST))
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=_rank)  # stable: collection order within each rank
     strays = [
         f"{item.nodeid} uses {fixture}: add its file to GROUPS[{group!r}] in tests/conftest.py"
         for item in items
@@ -143,11 +129,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
-    """Each group of GROUPS is one unit of work; every other test is a unit of its own. Units
-    are handed out in collection order (FIRST), not xdist's most-tests-first."""
+    """Each group of GROUPS is one unit of work; every other test is a unit of its own."""
     from xdist.scheduler import LoadScopeScheduling
-
-    config.option.loadscopereorder = False
 
     class GroupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
