@@ -261,8 +261,9 @@ def test_vertex_defaults(tmp_path: Path, lake: Lake) -> None:
 def test_a_vertex_list_arrow_infers_wrongly_is_quarantined_not_a_crash(
     tmp_path: Path, lake: Lake
 ) -> None:
-    """A block big enough for Arrow's reader (not the line-by-line path) with a null leading a
-    vertex's upstream ids: pyarrow 26 infers an invalid array there, and ingest raised."""
+    """Contract §1 (a bad line is quarantined with its reason, nothing else is lost) for a block
+    big enough for Arrow's reader (not the line-by-line path) with a null leading a vertex's
+    upstream ids: pyarrow 26 infers an invalid array there, and ingest raised."""
     lines = [timer(seq) for seq in range(300)] + [vertex(upstream_vertex_ids=[None, "source"])]
     report = ingest([write_jsonl(tmp_path / "g.jsonl", lines)], lake)
     assert (report.accepted, report.quarantined) == (300, 1)
