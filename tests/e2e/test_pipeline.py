@@ -10,7 +10,7 @@ import yaml
 from deltalake import DeltaTable
 
 from tests.e2e.conftest import DemoLake
-from tests.e2e.harness import ROOT, dbt
+from tests.e2e.harness import ROOT
 from tests.e2e.warm import WarmLake
 from tests.events import timer, watermark, write_jsonl
 from tidemark.ingest.schema import BRONZE_SCHEMAS
@@ -240,12 +240,6 @@ def _undocumented(target: Path) -> list[str]:
     return missing
 
 
-def test_dbt_parse_needs_no_spark(lake: Lake) -> None:
-    result = dbt("parse", lake=lake).check()
-    assert "Spark" not in result.stderr
-    assert not (lake.root / "metastore").exists()
-
-
 def test_semantic_layer_validates_offline(demo_lake: DemoLake) -> None:
     """`mf validate-configs --skip-dw`, as the README shows it, in the lake's warm process: the
     `dbt debug` MetricFlow starts with finds Spark running (a process of its own starts Spark
@@ -255,47 +249,3 @@ def test_semantic_layer_validates_offline(demo_lake: DemoLake) -> None:
     demo_lake.warm.dbt("parse", "--target-path", str(ROOT / "target")).check()
     result = demo_lake.warm.mf("validate-configs", "--skip-dw").check()
     assert "ERRORS: 0" in result.stdout, result.stdout
-
-
-def test_a_selection_runs_only_tests_it_can_build(lake: Lake) -> None:
-    """`dbt build --select +fct_subtask_seconds` on a fresh lake: every test it selects reads only
-    models the same selection builds (issue 10: with eager indirect selection, tests that also
-    read fct_vertex_seconds and fct_subtask_flink_gauges ran against tables never built)."""
-    listed = dbt(
-        "ls", "--select", "+fct_subtask_seconds", "--output", "json",
-        "--output-keys", "unique_id resource_type depends_on", lake=lake,
-    ).check()  # fmt: skip
-    nodes = [json.loads(line) for line in listed.stdout.splitlines() if line.startswith("{")]
-    built = {n["unique_id"] for n in nodes if n["resource_type"] != "test"}
-    tests = [n for n in nodes if n["resource_type"] == "test"]
-    assert tests, "the selection runs no test at all, so this would prove nothing"
-    unbuildable = {
-        t["unique_id"]: sorted(
-            p for p in t["depends_on"]["nodes"] if p.startswith("model.") and p not in built
-        )
-        for t in tests
-    }
-    assert {t: p for t, p in unbuildable.items() if p} == {}
-
-
-def test_a_bronze_table_repeating_an_identity_fails_its_staging_test(tmp_path: Path) -> None:
-    """Contract §1/§3: bronze holds each identity once. Staging does not deduplicate (decision
-    0011), so a table another tool wrote with a repeat fails the staging view's uniqueness test,
-    and nothing downstream is built from it; the same lake before the repeat passes."""
-    from deltalake import write_deltalake
-
-    lake = Lake.from_env(tmp_path / "lake")
-    tests = ["test", "--select", "stg_bronze__timer_events stg_bronze__watermark_events"]
-    unique = "tidemark_unique_combination_stg_bronze__timer_events_job_id"
-    events = [timer(1), timer(2, action="end"), watermark(3, num_channels=1)]
-    with WarmLake(lake) as warm:
-        warm.tidemark("ingest", str(write_jsonl(tmp_path / "events.jsonl", events))).check()
-        passed = warm.dbt(*tests).check()
-        assert f"PASS {unique}" in passed.stdout, passed.stdout
-        table = lake.bronze_table("timer_events")
-        write_deltalake(
-            str(table), DeltaTable(str(table)).to_pyarrow_table().slice(0, 1), mode="append"
-        )
-        failed = warm.dbt(*tests)
-    assert failed.returncode == 1, failed.stdout
-    assert f"FAIL 1 {unique}" in failed.stdout, failed.stdout
