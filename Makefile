@@ -49,7 +49,7 @@ test: install capture  ## lint, then every test but the long ones (unit, Spark, 
 	$(BIN)/pytest -m "not deep and not live" -n 2
 
 test-unit: install  ## only the pure Python tests: no Spark, dbt or JVM (seconds)
-	TIDEMARK_JVM_ARCHIVE=off $(BIN)/pytest -n 2 tests/unit tests/live/test_matching.py
+	$(BIN)/pytest -n 2 tests/unit tests/live/test_matching.py
 
 test-live: install capture  ## only the live tests: a real Flink job (1.20.5 and 2.2.0), captured, ingested, built
 	$(BIN)/pytest -m live tests/live

@@ -40,8 +40,9 @@ os.environ.setdefault(
 # Every Spark JVM of the suite maps in one archive of Spark's classes (tidemark.spark.jvm_archive):
 # a start takes about 10 s instead of 18 on two cores, and the suite starts about a dozen. The
 # archive is written in the background while the first tests run (JVMs that start before it is
-# whole start without it) and kept in .cache/jvm/ for later runs, one per Java, PySpark and JVM
-# options. TIDEMARK_JVM_ARCHIVE=off (make test-unit) or a path of your own overrides it.
+# whole start without it; FIRST below runs the tests that start none first) and kept in
+# .cache/jvm/ for later runs, one per Java, PySpark and JVM options. A run of only pure tests
+# (PURE, `make test-unit`) writes none; TIDEMARK_JVM_ARCHIVE=off or a path of your own overrides.
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -61,33 +62,52 @@ def _archive_for_this_machine() -> str:
 
 if "TIDEMARK_JVM_ARCHIVE" not in os.environ:
     os.environ["TIDEMARK_JVM_ARCHIVE"] = _archive_for_this_machine()
-_archiving: subprocess.Popen | None = None
+_preparing: list[subprocess.Popen] = []
+
+# Test files that start no JVM and run no dbt: a run of only these prepares nothing.
+PURE = ("tests/unit/", "tests/live/test_matching.py")
+
+
+def _only_pure(config: pytest.Config) -> bool:
+    pure = [(ROOT / path).resolve() for path in PURE]
+    named = [Path(arg.split("::")[0]).resolve() for arg in config.args]
+    return all(any(path.is_relative_to(p) for p in pure) for path in named)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """On the controller (or a run without workers): write the JVM archive if it is missing."""
-    global _archiving
+    """On the controller (or a run without workers), unless it runs only pure tests: start
+    writing the JVM archive if it is missing, and dbt's parse of the project
+    (tests/e2e/harness.py: ``saved_parse``), both in the background while the workers collect."""
+    if hasattr(config, "workerinput") or _only_pure(config):
+        return
+    python = Path(sys.executable)
+    parse = [python, "-m", "tests.e2e.harness"]
+    _preparing.append(subprocess.Popen(parse, cwd=ROOT, start_new_session=True))
     archive = Path(os.environ["TIDEMARK_JVM_ARCHIVE"])
-    if hasattr(config, "workerinput") or archive.name == "off" or archive.exists():
+    if archive.name == "off" or archive.exists():
         return
     archive.parent.mkdir(parents=True, exist_ok=True)
     for partial in archive.parent.glob(f".{archive.name}.*.partial"):  # of a run cut short
         partial.unlink()
     with open(f"{archive}.log", "w") as log:
-        _archiving = subprocess.Popen(
-            [str(Path(sys.executable).with_name("tidemark")), "jvm-archive", "--out", archive],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "TIDEMARK_LAKE": str(archive.parent / "lake")},
-            start_new_session=True,
+        _preparing.append(
+            subprocess.Popen(
+                [str(python.with_name("tidemark")), "jvm-archive", "--out", archive],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "TIDEMARK_LAKE": str(archive.parent / "lake")},
+                start_new_session=True,
+            )
         )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """A run shorter than the archive's writing stops it, JVM included, before it writes."""
-    if _archiving is not None and _archiving.poll() is None:
-        os.killpg(_archiving.pid, signal.SIGKILL)
-        _archiving.wait(60)
+    """A run shorter than the preparations stops them (the archive's JVM included) before they
+    write: the next run starts them again."""
+    for process in _preparing:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(60)
 
 
 GROUPS = {
@@ -117,7 +137,23 @@ def group_of(nodeid: str) -> str | None:
     return None
 
 
+# The order units of work are handed out in. On a fresh clone the JVM archive is written during
+# the first minute or two, so those get the tests that start no JVM, and the Spark tests come
+# after: the demo group first (one worker, some 360 s; its one warm JVM starts at once), then
+# the generator's group, the pure tests and the Flink group on the other worker, then the
+# longest Spark units (the thrift server's test, the Spark group, the command-line tests), then
+# the rest, in collection order. xdist's own order (most tests first) put the generator's group
+# before the demo group on one worker, which then finished a minute after the other.
+FIRST = (*GROUPS["demo"], *GROUPS["generate"], *PURE, *GROUPS["flink"], "tests/e2e/test_serve.py",
+         *GROUPS["spark"], "tests/e2e/test_cli.py")  # fmt: skip
+
+
+def _rank(item: pytest.Item) -> int:
+    return next((i for i, prefix in enumerate(FIRST) if item.nodeid.startswith(prefix)), len(FIRST))
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=_rank)  # stable: collection order within a rank
     strays = [
         f"{item.nodeid} uses {fixture}: add its file to GROUPS[{group!r}] in tests/conftest.py"
         for item in items
@@ -129,8 +165,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
-    """Each group of GROUPS is one unit of work; every other test is a unit of its own."""
+    """Each group of GROUPS is one unit of work; every other test is a unit of its own. Units
+    are handed out in collection order (FIRST), not xdist's most-tests-first."""
     from xdist.scheduler import LoadScopeScheduling
+
+    config.option.loadscopereorder = False
 
     class GroupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
