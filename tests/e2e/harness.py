@@ -38,20 +38,24 @@ class Result:
         return self
 
 
-# What dbt parses: the project's files (dbt_project.yml's paths) and the installed dbt.
-PROJECT_FILES = ("dbt_project.yml", "profiles.yml", "models", "macros", "tests/dbt", "analyses")
 PARSE_CACHE = ROOT / ".cache" / "dbt-parse"
 
 
 def _project_key() -> str:
+    """A digest of what dbt parses: the installed dbt, dbt_project.yml and profiles.yml, and the
+    files of every folder dbt_project.yml names (``model-paths``, ``macro-paths`` and the rest)."""
     from importlib.metadata import version
 
+    import yaml
+
+    project = yaml.safe_load((ROOT / "dbt_project.yml").read_text())
+    folders = [name for key, names in project.items() if key.endswith("-paths") for name in names]
+    paths = [ROOT / "dbt_project.yml", ROOT / "profiles.yml"]
+    paths += sorted(path for folder in folders for path in (ROOT / folder).rglob("*"))
     digest = hashlib.sha256(version("dbt-core").encode())
-    for name in PROJECT_FILES:
-        top = ROOT / name
-        for path in sorted([top] if top.is_file() else top.rglob("*")):
-            if path.is_file():
-                digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    for path in paths:
+        if path.is_file():
+            digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 
 
