@@ -82,12 +82,22 @@ def test_kill_9_mid_ingest_then_rerun_converges(tmp_path: Path) -> None:
         assert rerun_rows.equals(clean_rows), table
 
 
-def test_sql_and_spark_setup_errors_are_one_line(lake: Lake) -> None:
-    """A bad query, native Delta without its jars, JVM options Java cannot start with."""
-    result = tidemark("sql", "select * from bronze.no_such_table", lake=lake)
+def test_sql_and_spark_setup_errors_are_one_line(tmp_path: Path, lake: Lake) -> None:
+    """A bad query, native Delta without its jars, JVM options Java cannot start with.
+
+    The Spark run leaves nothing in Java's temporary folder: Hive's session made a
+    `<session id>_resources` folder there on every start and nothing removed it (SPARK-51571),
+    one more every scheduled run."""
+    scratch = tmp_path / "java-tmp"
+    scratch.mkdir()
+    options = f"{environment(lake)['TIDEMARK_JAVA_OPTIONS']} -Djava.io.tmpdir={scratch}"
+    result = tidemark(
+        "sql", "select * from bronze.no_such_table", lake=lake, TIDEMARK_JAVA_OPTIONS=options
+    )
     assert result.returncode == 1
     [line] = [x for x in result.stderr.splitlines() if x.startswith("tidemark sql: error:")]
     assert "no_such_table" in line
+    assert list(scratch.iterdir()) == []
 
     result = tidemark("sql", "select 1", lake=lake, TIDEMARK_DELTA="native")
     assert result.returncode == 1

@@ -90,6 +90,10 @@ def spark_conf(lake: Lake) -> dict[str, str]:
         "spark.hadoop.javax.jdo.option.ConnectionURL": (
             f"jdbc:derby:;databaseName={metastore};create=true"
         ),
+        # Hive's session makes a folder for downloaded resources at start, by default a new
+        # /tmp/<session id>_resources, and Spark never closes that session: every run left one
+        # behind (SPARK-51571). One folder in the lake instead, shared and reused.
+        "spark.hadoop.hive.downloaded.resources.dir": str(lake.metastore / "downloaded-resources"),
         "spark.driver.extraJavaOptions": java_options,
         # Bronze tables appear as views in this database (see register_bronze).
         "spark.sql.globalTempDatabase": "bronze",
