@@ -5,7 +5,7 @@
     the scan once. The model drops the view in a post-hook (`drop view if exists`); a view left
     by a failed run is replaced by the next. Where Spark could compute a CTE once within a query
     (a non-deterministic CTE read twice becomes one shuffle), a compile-time question cannot
-    share it, and a scalar subquery over such a CTE fails to plan on Spark 4.0.1
+    share it, and a scalar subquery over such a CTE failed to plan on Spark 4.0.1
     (ReplaceCTERefWithRepartition): hence a view.
 -#}
 {% macro tidemark_cached_view(name, sql) -%}

@@ -167,13 +167,8 @@ valve_input_rows as (
 
 valve_outputs as (
 
-    -- One row per UDTF call with an array per output column; one row per output after inline.
-    select
-        valve.job_id,
-        valve.vertex_id,
-        valve.subtask_index,
-        valve.attempt,
-        output.*
+    -- One row per output: the task, then the core's columns (udfs/spark.py).
+    select *
     from tidemark_valve(
         table(valve_input_rows)
             partition by (job_id, vertex_id, subtask_index, attempt)
@@ -182,33 +177,7 @@ valve_outputs as (
         -- A checkpoint every 10 s of the task's time, so that a late event resumes its task
         -- from shortly before it rather than from the last run's end or its first event.
         10000
-    ) as valve
-    lateral view inline(
-        arrays_zip(
-            valve.row_kind,
-            valve.input_index,
-            valve.seq,
-            valve.ts_ms,
-            valve.effective_ms,
-            valve.emission_index,
-            valve.kind,
-            valve.watermark_ms,
-            valve.status,
-            valve.resumed_after_seq,
-            valve.state
-        )
-    ) output as
-        row_kind,
-        input_index,
-        seq,
-        ts_ms,
-        effective_ms,
-        emission_index,
-        kind,
-        watermark_ms,
-        status,
-        resumed_after_seq,
-        state
+    )
 
 ),
 

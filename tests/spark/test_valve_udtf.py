@@ -232,7 +232,7 @@ def test_udtf_keeps_64_bit_watermarks_exact(spark) -> None:
 
 
 def test_udtf_return_schema_is_explicit(spark) -> None:
-    """The UDTF returns the task and an array per output column; valve_call_sql one row each."""
+    """The UDTF returns one row per output: the task, then the output columns."""
     events = random_events(5, tasks=1, steps=20)
     spark.createDataFrame(events, EVENTS_DDL).createOrReplaceTempView("valve_events")
     raw = spark.sql(

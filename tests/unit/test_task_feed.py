@@ -12,7 +12,6 @@ import random
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -457,37 +456,50 @@ def test_task_without_inputs_fails() -> None:
 # ---------------------------------------------------------------------- adapter, imports
 
 
-def test_spark_adapter_only_marshals() -> None:
-    """``ValveUDTF`` (no Spark needed to call it): numpy arrays in, one row of columns per chunk
-    change and at the end, the same rows as the core."""
-    np = pytest.importorskip("numpy")
-    from udfs.spark import ValveUDTF
+ADAPTER_INPUT = (
+    ("job_id", "string"), ("vertex_id", "string"), ("subtask_index", "int32"),
+    ("attempt", "int32"), ("chunk_index", "int64"), ("task_inputs", "list<int32>"),
+    ("state", "string"), ("resumed_after_seq", "int64"), ("input_index", "int32"),
+    ("num_channels", "int32"), ("bad_status", "string"), ("seqs", "list<int64>"),
+    ("ts_ms", "list<int64>"), ("channels", "list<int32>"), ("watermarks", "list<int64>"),
+    ("codes", "list<int32>"),
+)  # fmt: skip
+"""The columns of the valve's input rows (macros/tidemark_valve_input_rows.sql), as Arrow types."""
 
-    events = random_task_events(5, [0, 1], steps=60)
-    chunks = chunked(events, 16)
-    header = SimpleNamespace(
-        job_id="job", vertex_id="map", subtask_index=np.int32(3), attempt=np.int32(1),
-        chunk_index=-1, task_inputs=np.array([0, 1]), state=None, resumed_after_seq=-1,
-    )  # fmt: skip
-    udtf = ValveUDTF()
-    calls = [list(udtf.eval(header, "flink-1.13-2.0", 1000))]
+
+@pytest.mark.parametrize("cut", [1, 2, 3, 100])
+def test_spark_adapter_only_marshals(cut: int) -> None:
+    """``ValveUDTF`` (no Spark needed to call it): one task's header and chunk rows as record
+    batches, cut every ``cut`` rows (slices of one batch, as Spark's partition split hands them
+    over, so a chunk's rows can span two calls), give the same rows as the core, the task's
+    columns on each."""
+    pa = pytest.importorskip("pyarrow")
+    from udfs.spark import ValveUDTF, _arrow_schema
+
+    types = {"string": pa.string(), "int32": pa.int32(), "int64": pa.int64()}
+    schema = pa.schema(
+        [
+            (n, pa.list_(types[t[5:-1]]) if t.startswith("list<") else types[t])
+            for n, t in ADAPTER_INPUT
+        ]
+    )
+    chunks = chunked(random_task_events(5, [0, 1], steps=60), 16)
+    task = {"job_id": "job", "vertex_id": "map", "subtask_index": 3, "attempt": 1}
+    rows = [{**task, "chunk_index": -1, "task_inputs": [0, 1], "resumed_after_seq": -1}]
     for index, parts in enumerate(chunks):
-        for p in parts:
-            row = SimpleNamespace(
-                job_id="job", vertex_id="map", subtask_index=3, attempt=1, chunk_index=index,
-                input_index=np.int32(p.input_index), num_channels=np.int32(p.num_channels),
-                bad_status=p.bad_status, **{f: np.array(getattr(p, f)) for f in p._fields[3:]},
-            )  # fmt: skip
-            calls.append(list(udtf.eval(row, "flink-1.13-2.0", 1000)))
-    calls.append(list(udtf.terminate()))
-    got = []
-    for call in calls:
-        assert len(call) <= 1
-        for out in call:
-            assert out[:4] == KEY
-            got += list(zip(*out[4:], strict=True))
-    assert got == feed_all(chunks, [0, 1], every=1000)
-    assert all(type(v) in (int, str, type(None)) for row in got for v in row)
+        rows += [
+            {**task, "chunk_index": index, **{f: getattr(p, f) for f in p._fields}} for p in parts
+        ]
+    batch = pa.RecordBatch.from_pylist(rows, schema=schema)
+    udtf = ValveUDTF()
+    semantics, every = pa.array(["flink-1.13-2.0"]), pa.array([1000])
+    out = []
+    for start in range(0, len(rows), cut):
+        out += list(udtf.eval(batch.slice(start, cut), semantics, every))
+    out += list(udtf.terminate())
+    assert all(b.schema == _arrow_schema() for b in out)
+    got = [tuple(r.values()) for b in out for r in b.to_pylist()]
+    assert got == [(*KEY, *r) for r in feed_all(chunks, [0, 1], every=1000)]
 
 
 def test_pure_core_does_not_import_pyspark_or_pandas() -> None:

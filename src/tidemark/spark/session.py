@@ -228,7 +228,8 @@ def _check_native_delta(spark) -> None:
     except Exception as exc:
         spark.stop()
         raise SparkSetupError(
-            "TIDEMARK_DELTA=native needs Delta's Spark jars (delta-spark 4.0.x for Scala 2.13) on "
-            "the classpath, e.g. spark.jars.packages=io.delta:delta-spark_2.13:4.0.1 on a cluster "
-            "that can reach Maven; unset TIDEMARK_DELTA to read bronze through delta-rs"
+            "TIDEMARK_DELTA=native needs Delta's Spark jars (Delta 4.4.x for Spark 4.2, Scala "
+            "2.13) on the classpath, e.g. spark.jars.packages=io.delta:delta-spark_4.2_2.13:4.4.1 "
+            "on a cluster that can reach Maven; unset TIDEMARK_DELTA to read bronze through "
+            "delta-rs"
         ) from exc
