@@ -9,8 +9,8 @@ targets (2 cores; figures, not timed tests):
 * the parts of that path on their own: ``udfs.task_feed.TaskFeed`` (what the UDTF runs: the
   valve, the merge in seq order and the output rows) in a plain loop over the same chunks the
   SQL builds, and the chunking SQL without the UDTF (the JVM's part);
-* the same through a row-at-a-time UDTF (one row per event), the rejected alternative, on a
-  smaller share of the events;
+* the same through one row per event instead of chunks (an ``arrow_udtf`` over each record
+  batch, the bare valve in a loop), the rejected shape, on a quarter of the events;
 * the core's cost per event with 4 and with 10,000 channels. Target: 10,000 channels at most
   2x slower per event than 4.
 
@@ -32,8 +32,8 @@ from udfs.valve import StatusWatermarkValve
 
 TASKS = 8
 CHANNELS = 4
-ROW_UDTF_SHARE = 20
-"""The row-at-a-time UDTF runs on 1/20 of the events (it is an order of magnitude slower)."""
+ROW_UDTF_SHARE = 4
+"""The one-row-per-event UDTF runs on the events of 1/4 of the tasks (several times slower)."""
 EVENTS_DDL = (
     "job_id string, vertex_id string, subtask_index int, attempt int, seq bigint, ts_ms bigint, "
     "event_type string, input_index int, channel_index int, num_channels int, "
@@ -162,21 +162,36 @@ def _channel_feed(
 
 
 class _RowValve:
-    """The rejected alternative: one UDTF row per event (TABLE partitioned by valve)."""
+    """The rejected shape: one row per event, no chunks (TABLE partitioned by valve, ordered by
+    seq), Arrow record batches in and out (``arrow_udtf``), the bare valve over each batch."""
 
     def __init__(self) -> None:
         self.valve = None
 
-    def eval(self, row):
+    def eval(self, batch):
+        import pyarrow as pa
+
+        seqs, channels, watermarks, codes = (
+            batch.column(name).to_numpy(zero_copy_only=False).tolist()
+            for name in ("seq", "channel_index", "watermark_ms", "input_code")
+        )
         valve = self.valve
         if valve is None:
-            valve = self.valve = StatusWatermarkValve(row.num_channels)
-        if row.status is None:
-            out = valve.input_watermark(row.channel_index, row.watermark_ms)
-        else:
-            out = valve.input_status(row.channel_index, row.status)
-        for index, (kind, value) in enumerate(out):
-            yield (row.seq, index, kind, value if kind == "watermark" else None)
+            valve = self.valve = StatusWatermarkValve(batch.column("num_channels")[0].as_py())
+        out_seqs, out_kinds, out_values = [], [], []
+        for seq, channel, watermark, code in zip(seqs, channels, watermarks, codes, strict=True):
+            if code < 0:
+                out = valve.input_watermark(channel, watermark)
+            else:
+                out = valve.input_status(channel, ("IDLE", "ACTIVE")[code])
+            for kind, value in out:
+                out_seqs.append(seq)
+                out_kinds.append(kind)
+                out_values.append(value if kind == "watermark" else None)
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(out_seqs, pa.int64()), pa.array(out_kinds), pa.array(out_values, pa.int64())],
+            names=["seq", "kind", "watermark_ms"],
+        )
 
 
 def _best(spark, query: str, repeat: int = 3) -> tuple[float, list]:
@@ -191,9 +206,9 @@ def _best(spark, query: str, repeat: int = 3) -> tuple[float, list]:
 
 def bench_valve(spark, events: int) -> dict:
     """The valve's throughput in a plain loop and through Spark, and its channel scaling."""
-    from pyspark.sql.functions import udtf
+    from pyspark.sql.functions import arrow_udtf
 
-    from udfs.spark import CHUNK_SEQS, valve_call_sql, valve_input_sql
+    from udfs.spark import CHUNK_SEQS, _render_macro, valve_call_sql, valve_input_sql
 
     rows = make_events(events)
     n = len(rows)
@@ -221,27 +236,35 @@ def bench_valve(spark, events: int) -> dict:
         sizes = " + ".join(f"size({name})" for name in arrays)
         input_s, _ = _best(spark, f"select count(*), sum({sizes}) from ({input_sql})")
 
-        share = max(1, n // ROW_UDTF_SHARE)
-        spark.read.parquet(path).limit(share).createOrReplaceTempView("bench_valve_share")
+        # The rejected shape on the first tasks' events (one row per event is several times
+        # slower), checked against the plain loop on the same events.
+        share_tasks = max(1, TASKS // ROW_UDTF_SHARE)
+        share_rows = [row for row in rows if row[2] < share_tasks]
+        _, share_emitted = plain_loop(share_rows)
         spark.udtf.register(
             "tidemark_bench_row_valve",
-            udtf(
-                _RowValve,
-                returnType="seq bigint, emission_index int, kind string, watermark_ms bigint",
-                useArrow=False,
-            ),
+            arrow_udtf(_RowValve, returnType="seq bigint, kind string, watermark_ms bigint"),
         )
-        row_s, _ = _best(
+        row_s, row_result = _best(
             spark,
-            """
-            select count(*), sum(watermark_ms) from tidemark_bench_row_valve(
-                TABLE(select * from bench_valve_share)
+            f"""
+            select count(*) as emissions from tidemark_bench_row_valve(
+                TABLE(
+                    select
+                        job_id, vertex_id, subtask_index, attempt, input_index, seq,
+                        channel_index, num_channels, coalesce(watermark_ms, 0) as watermark_ms,
+                        {_render_macro("tidemark_valve_input_code")} as input_code
+                    from bench_valve_events
+                    where subtask_index < {share_tasks}
+                )
                     PARTITION BY (job_id, vertex_id, subtask_index, attempt, input_index)
                     ORDER BY (seq)
             )
             """,
             repeat=1,
         )
+        if row_result[0].emissions != share_emitted:
+            raise AssertionError(f"one row per event emitted {row_result[0].emissions}")
 
     scaling_events = min(max(events // 4, 50_000), 400_000)
     ns_4, ns_10k = per_event_ns((4, 10_000), scaling_events)
@@ -260,7 +283,7 @@ def bench_valve(spark, events: int) -> dict:
         "task_feed_over_plain_loop": round(loop_s / feed_s, 3),
         "spark_chunking_sql_only_events_per_s": round(n / input_s),
         "spark_chunking_sql_only_over_plain_loop": round(loop_s / input_s, 3),
-        "spark_row_at_a_time_udtf_events_per_s": round(share / row_s),
+        "spark_row_per_event_arrow_udtf_events_per_s": round(len(share_rows) / row_s),
         "core_ns_per_event_4_channels": round(ns_4),
         "core_ns_per_event_10000_channels": round(ns_10k),
         "channels_10000_over_4": round(ns_10k / ns_4, 2),
