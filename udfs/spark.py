@@ -48,9 +48,9 @@ the input and the ``seq``; Spark fails the query with that message, so ``dbt bui
 
 Why this shape (measured on two cores, ``bench/valve.py``; decision 0009):
 
-* **chunks, not a row per event**: Spark sorts and hands over every row, and the UDTF feeds the
-  core per batch; with one row per event the whole path ran at a fifth of the speed of chunks
-  (0.045x the plain loop against 0.21x, both through ``arrow_udtf`` on PySpark 4.2);
+* **chunks, not a row per event**: with one row per event Spark sorts and hands over every
+  event as a row; ``bench/valve.py`` times that shape through the same ``arrow_udtf`` (the bare
+  valve over each batch, not even :class:`TaskFeed`): 0.31x the chunked path on PySpark 4.2;
 * **Arrow record batches, not rows**: a batch's array column becomes Python lists in one numpy
   call over its values (:func:`_row_lists`), and the output is one record batch per call, built
   column by column. Before PySpark 4.1 the Arrow UDTF went through pandas (a list of numpy
@@ -127,22 +127,19 @@ VALVE_OUTPUT_DDL = ", ".join(f"{name} {kind}" for name, kind in TASK_COLUMNS + O
 """The return schema of ``tidemark_valve``: the task, then the output columns."""
 
 
-def valve_output_schema():  # -> pyspark.sql.types.StructType
-    """:data:`VALVE_OUTPUT_DDL` as a StructType (every field nullable)."""
-    from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
-
-    types = {"string": StringType(), "int": IntegerType(), "bigint": LongType()}
-    return StructType(
-        [StructField(name, types[kind], True) for name, kind in TASK_COLUMNS + OUTPUT_COLUMNS]
-    )
-
-
 def _arrow_schema():  # -> pyarrow.Schema
     """:data:`VALVE_OUTPUT_DDL` as the schema of the record batches the UDTF returns."""
     import pyarrow as pa
 
     types = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64()}
     return pa.schema([(name, types[kind]) for name, kind in TASK_COLUMNS + OUTPUT_COLUMNS])
+
+
+def valve_output_schema():  # -> pyspark.sql.types.StructType
+    """:data:`VALVE_OUTPUT_DDL` as a StructType (every field nullable), from the Arrow schema."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(_arrow_schema())
 
 
 def _row_lists(column: Any) -> list[list[int]]:
@@ -184,11 +181,10 @@ class ValveUDTF:
         chunks = batch.column("chunk_index").to_pylist()
         first = 0
         if chunks and (chunks[0] is None or chunks[0] < 0):  # the header row, first of its task
-            resumed_after = batch.column("resumed_after_seq")[0].as_py()
             feed.header(
                 batch.column("task_inputs")[0].as_py(),
                 batch.column("state")[0].as_py(),
-                resumed_after,
+                batch.column("resumed_after_seq")[0].as_py(),
             )
             first = 1
         if first == len(chunks):

@@ -456,17 +456,6 @@ def test_task_without_inputs_fails() -> None:
 # ---------------------------------------------------------------------- adapter, imports
 
 
-ADAPTER_INPUT = (
-    ("job_id", "string"), ("vertex_id", "string"), ("subtask_index", "int32"),
-    ("attempt", "int32"), ("chunk_index", "int64"), ("task_inputs", "list<int32>"),
-    ("state", "string"), ("resumed_after_seq", "int64"), ("input_index", "int32"),
-    ("num_channels", "int32"), ("bad_status", "string"), ("seqs", "list<int64>"),
-    ("ts_ms", "list<int64>"), ("channels", "list<int32>"), ("watermarks", "list<int64>"),
-    ("codes", "list<int32>"),
-)  # fmt: skip
-"""The columns of the valve's input rows (macros/tidemark_valve_input_rows.sql), as Arrow types."""
-
-
 @pytest.mark.parametrize("cut", [1, 2, 3, 100])
 def test_spark_adapter_only_marshals(cut: int) -> None:
     """``ValveUDTF`` (no Spark needed to call it): one task's header and chunk rows as record
@@ -476,13 +465,17 @@ def test_spark_adapter_only_marshals(cut: int) -> None:
     pa = pytest.importorskip("pyarrow")
     from udfs.spark import ValveUDTF, _arrow_schema
 
-    types = {"string": pa.string(), "int32": pa.int32(), "int64": pa.int64()}
+    # The columns of the valve's input rows (macros/tidemark_valve_input_rows.sql).
+    longs, ints = pa.list_(pa.int64()), pa.list_(pa.int32())
     schema = pa.schema(
         [
-            (n, pa.list_(types[t[5:-1]]) if t.startswith("list<") else types[t])
-            for n, t in ADAPTER_INPUT
+            ("job_id", pa.string()), ("vertex_id", pa.string()), ("subtask_index", pa.int32()),
+            ("attempt", pa.int32()), ("chunk_index", pa.int64()), ("task_inputs", ints),
+            ("state", pa.string()), ("resumed_after_seq", pa.int64()), ("input_index", pa.int32()),
+            ("num_channels", pa.int32()), ("bad_status", pa.string()), ("seqs", longs),
+            ("ts_ms", longs), ("channels", ints), ("watermarks", longs), ("codes", ints),
         ]
-    )
+    )  # fmt: skip
     chunks = chunked(random_task_events(5, [0, 1], steps=60), 16)
     task = {"job_id": "job", "vertex_id": "map", "subtask_index": 3, "attempt": 1}
     rows = [{**task, "chunk_index": -1, "task_inputs": [0, 1], "resumed_after_seq": -1}]
