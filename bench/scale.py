@@ -42,6 +42,7 @@ class Minute:
     build_s: float
     classes: int  # query classes Spark generated and compiled (Janino) in the minute
     jit_s: float  # seconds the JVM's JIT compilers spent in the minute
+    models: dict[str, float]  # each model's seconds in the minute's build (dbt's run_results)
 
     @property
     def total_s(self) -> float:
@@ -94,6 +95,35 @@ class ScaleBench:
             )
         )
         return "\n".join(rows)
+
+    def models_report(self, top: int) -> str:
+        """The ``top`` models with the most seconds summed over the minutes, one column a
+        minute (dbt runs four at a time on two cores, so a model's seconds include waiting)."""
+        totals: dict[str, float] = {}
+        for m in self.minutes:
+            for name, seconds in m.models.items():
+                totals[name] = totals.get(name, 0.0) + seconds
+        names = sorted(totals, key=totals.__getitem__, reverse=True)[:top]
+        width = max((len(n) for n in names), default=5)
+        rows = [f"{'model':<{width}} " + "".join(f"{m.minute:>7}" for m in self.minutes)]
+        rows += [
+            f"{name:<{width}} "
+            + "".join(
+                f"{m.models[name]:>7.1f}" if name in m.models else f"{'-':>7}" for m in self.minutes
+            )
+            for name in names
+        ]
+        return "\n".join(rows)
+
+
+def model_seconds(run_results: Path) -> dict[str, float]:
+    """Each model's execution seconds from dbt's ``run_results.json`` (tests left out)."""
+    results = json.loads(run_results.read_text())["results"]
+    return {
+        r["unique_id"].split(".")[-1]: r["execution_time"]
+        for r in results
+        if r["unique_id"].startswith("model.")
+    }
 
 
 def longest_kept_run(minutes: list[Minute]) -> list[Minute]:
@@ -158,8 +188,11 @@ def bench_scale(
         if not result.ok or result.build_s is None:
             raise RuntimeError(f"minute {number}: {result.describe()}")
         classes, jit_s = (now - was for now, was in zip(jvm.reading(), before, strict=True))
+        models = model_seconds(Path(os.environ["DBT_TARGET_PATH"]) / "run_results.json")
         done.append(
-            Minute(number, result.landed, result.ingest_s, result.build_s, int(classes), jit_s)
+            Minute(
+                number, result.landed, result.ingest_s, result.build_s, int(classes), jit_s, models
+            )
         )
         print(f"minute {number}: {result.describe()}", file=sys.stderr, flush=True)
         for name in names:
@@ -182,6 +215,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--keep", action="store_true", help="keep the lake and generated files")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--models",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also print the N slowest models a minute",
+    )
     args = parser.parse_args(argv)
     work = fresh_work(parser, args.work)
     try:
@@ -190,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(asdict(result), indent=2) if args.json else result.report())
+    if args.models and not args.json:
+        print(result.models_report(args.models))
     return 0
 
 
