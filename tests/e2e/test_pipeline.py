@@ -118,7 +118,7 @@ def test_data_tests_can_read_only_the_latest_hours_of_the_hourly_marts(demo_lake
     warm = demo_lake.warm
 
     def tested(model: str, hours: object = None) -> int:
-        inline = "select count(*) as n from {{ get_where_subquery(ref('%s')) }}" % model
+        inline = "select count(*) as n from {{ get_where_subquery(ref('" + model + "')) }}"
         args = ["compile", "--inline", inline, "--output", "json"]
         if hours is not None:
             args += ["--vars", json.dumps({"data_tests_recent_hours": hours})]
@@ -148,9 +148,10 @@ def test_data_tests_can_read_only_the_latest_hours_of_the_hourly_marts(demo_lake
     assert wrong.returncode != 0
     assert "data_tests_recent_hours must be a whole number of hours, not 2h" in wrong.stdout
 
+    recent = json.dumps({"data_tests_recent_hours": 1})
     scheduled = warm.dbt(
         "test", "--select", "fct_subtask_seconds fct_task_watermarks dim_vertices",
-        "--exclude-resource-type", "unit_test", "--vars", json.dumps({"data_tests_recent_hours": 1}),
+        "--exclude-resource-type", "unit_test", "--vars", recent,
     ).check()  # fmt: skip
     assert "ERROR=0" in scheduled.stdout and " PASS=" in scheduled.stdout, scheduled.stdout
 
