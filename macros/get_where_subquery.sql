@@ -5,7 +5,8 @@
     latest `hour_at`. Spark reads only those partitions (the bound is a scalar subquery in the
     partition filter), so a scheduled build's data tests cost what a run writes, not the mart's
     whole history (docs/decisions/0007-warm-schedule.md). Without the var every row is tested.
-    Singular tests (tests/dbt) and unit tests always read everything they name.
+    Two singular tests window the same way (tidemark_recent_hours); the two that compare a mart
+    with the plan's task spans, and unit tests, read everything.
 -#}
 {% macro get_where_subquery(relation) -%}
     {%- set conditions = [] -%}
@@ -13,17 +14,9 @@
     {%- if where -%}
         {%- do conditions.append('(' ~ where ~ ')') -%}
     {%- endif -%}
-    {%- set hours = var('data_tests_recent_hours', none) -%}
-    {%- if hours is not none and not (hours | string).isdigit() -%}
-        {{ exceptions.raise_compiler_error(
-            'data_tests_recent_hours must be a whole number of hours, not ' ~ hours
-        ) }}
-    {%- endif -%}
-    {%- if hours is not none and tidemark_is_hour_partitioned(relation) -%}
-        {%- do conditions.append(
-            'hour_at >= (select max(hour_at) from ' ~ relation ~ ') - make_dt_interval(0, '
-            ~ (hours | int) ~ ')'
-        ) -%}
+    {%- set recent = tidemark_recent_hours(relation) -%}
+    {%- if recent and tidemark_is_hour_partitioned(relation) -%}
+        {%- do conditions.append(recent) -%}
     {%- endif -%}
     {%- if conditions -%}
         {%- do return(
@@ -47,3 +40,24 @@
     {%- endfor -%}
     {%- do return(false) -%}
 {%- endmacro %}
+
+
+{#- The condition that keeps the rows within `data_tests_recent_hours` hours of the latest
+    hour_at of `bound` (a relation partitioned by hour_at), for any relation with hour_at; none
+    when the var is not set. A value that is not a whole number of hours fails the build. -#}
+{% macro tidemark_recent_hours(bound) -%}
+    {%- set hours = var('data_tests_recent_hours', none) -%}
+    {%- if hours is none -%}
+        {%- do return(none) -%}
+    {%- endif -%}
+    {%- if not (hours | string).isdigit() -%}
+        {{ exceptions.raise_compiler_error(
+            'data_tests_recent_hours must be a whole number of hours, not ' ~ hours
+        ) }}
+    {%- endif -%}
+    {%- do return(
+        'hour_at >= (select max(hour_at) from ' ~ bound ~ ') - make_dt_interval(0, '
+        ~ (hours | int) ~ ')'
+    ) -%}
+{%- endmacro %}
+

@@ -4,7 +4,8 @@ with
 
 subtask_seconds as (
 
-    select * from {{ ref('fct_subtask_seconds') }}
+    -- Row by row: with data_tests_recent_hours, the latest hours only (get_where_subquery).
+    select * from {{ get_where_subquery(ref('fct_subtask_seconds')) }}
 
 ),
 

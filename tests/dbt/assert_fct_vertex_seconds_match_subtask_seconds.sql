@@ -1,16 +1,25 @@
 -- fct_vertex_seconds has exactly the (job, vertex, second) keys of fct_subtask_seconds, with the
 -- number of subtasks and the max back pressure over their latest attempts (B7). Returns mismatches.
+{#- With data_tests_recent_hours, both marts from the same hour on: the subtask seconds' latest
+    hours (a vertex second lies in the hour of its subtask seconds). -#}
+{%- set recent = tidemark_recent_hours(ref('fct_subtask_seconds')) %}
 with
 
 subtask_seconds as (
 
     select * from {{ ref('fct_subtask_seconds') }}
+    {%- if recent %}
+    where {{ recent }}
+    {%- endif %}
 
 ),
 
 vertex_seconds as (
 
     select * from {{ ref('fct_vertex_seconds') }}
+    {%- if recent %}
+    where {{ recent }}
+    {%- endif %}
 
 ),
 

@@ -150,10 +150,22 @@ def test_data_tests_can_read_only_the_latest_hours_of_the_hourly_marts(demo_lake
 
     recent = json.dumps({"data_tests_recent_hours": 1})
     scheduled = warm.dbt(
-        "test", "--select", "fct_subtask_seconds fct_task_watermarks dim_vertices",
+        "test", "--select", "fct_subtask_seconds", "fct_vertex_seconds", "fct_task_watermarks",
+        "dim_vertices",
         "--exclude-resource-type", "unit_test", "--vars", recent,
     ).check()  # fmt: skip
     assert "ERROR=0" in scheduled.stdout and " PASS=" in scheduled.stdout, scheduled.stdout
+    # Of the singular tests, the two that compare rows of the same second take the same window;
+    # the two that compare a mart with the plan's task spans read everything.
+    singular = demo_lake.lake.root.parent / ".dbt" / "target" / "compiled" / "tidemark" / "tests"
+    window = "hour_at >= (select max(hour_at) from tidemark.fct_subtask_seconds)"
+    for name, windowed in {
+        "assert_fct_subtask_seconds_add_up_to_a_second": 1,
+        "assert_fct_vertex_seconds_match_subtask_seconds": 2,
+        "assert_fct_subtask_seconds_has_every_second": 0,
+    }.items():
+        compiled = (singular / "dbt" / f"{name}.sql").read_text()
+        assert compiled.count(window) == windowed, compiled
 
 
 @pytest.mark.deep
