@@ -14,6 +14,7 @@
     {%- if where -%}
         {%- do conditions.append('(' ~ where ~ ')') -%}
     {%- endif -%}
+    {#- Asked of every test, so that a wrong value fails the build whatever is selected. -#}
     {%- set recent = tidemark_recent_hours(relation) -%}
     {%- if recent and tidemark_is_hour_partitioned(relation) -%}
         {%- do conditions.append(recent) -%}

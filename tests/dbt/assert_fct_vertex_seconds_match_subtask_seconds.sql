@@ -3,23 +3,20 @@
 {#- With data_tests_recent_hours, both marts from the same hour on: the subtask seconds' latest
     hours (a vertex second lies in the hour of its subtask seconds). -#}
 {%- set recent = tidemark_recent_hours(ref('fct_subtask_seconds')) %}
+{%- set where_recent = 'where ' ~ recent if recent else '' %}
 with
 
 subtask_seconds as (
 
     select * from {{ ref('fct_subtask_seconds') }}
-    {%- if recent %}
-    where {{ recent }}
-    {%- endif %}
+    {{ where_recent }}
 
 ),
 
 vertex_seconds as (
 
     select * from {{ ref('fct_vertex_seconds') }}
-    {%- if recent %}
-    where {{ recent }}
-    {%- endif %}
+    {{ where_recent }}
 
 ),
 
