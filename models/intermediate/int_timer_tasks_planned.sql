@@ -333,7 +333,8 @@ planned as (
         anchors.anchor.second_start_ms + 1000 as anchor_next_second_ms,
         anchors.anchor.is_idle_open as is_idle_open_at_anchor,
         anchors.anchor.is_soft_backpressured_open as is_soft_backpressured_open_at_anchor,
-        anchors.anchor.is_hard_backpressured_open as is_hard_backpressured_open_at_anchor
+        anchors.anchor.is_hard_backpressured_open as is_hard_backpressured_open_at_anchor,
+        (select ingest_id from landed) as processed_ingest_id
     from tasks
     left join anchors using (job_id, vertex_id, subtask_index, attempt)
 
@@ -349,7 +350,7 @@ all_events as (
 
 ),
 
-planned as (
+tasks as (
 
     select
         job_id,
@@ -359,7 +360,22 @@ planned as (
         min(ts_ms) as first_ts_ms,
         max(ts_ms) as horizon_ms,
         max(seq) as max_seq,
-        max(ingest_id) as max_ingest_id,
+        max(ingest_id) as max_ingest_id
+    from all_events
+    group by job_id, vertex_id, subtask_index, attempt
+
+),
+
+planned as (
+
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        first_ts_ms,
+        horizon_ms,
+        max_seq,
         true as is_changed,
         cast(-1 as bigint) as previous_processed_ingest_id,
         {{ min_long }} as replay_min_ts_ms,
@@ -368,18 +384,14 @@ planned as (
         cast(null as bigint) as anchor_next_second_ms,
         cast(null as boolean) as is_idle_open_at_anchor,
         cast(null as boolean) as is_soft_backpressured_open_at_anchor,
-        cast(null as boolean) as is_hard_backpressured_open_at_anchor
-    from all_events
-    group by job_id, vertex_id, subtask_index, attempt
-
-),
-
-landed as (
-
-    select greatest(
-        (select max(max_ingest_id) from planned),
-        (select max(ingest_id) from vertices)
-    ) as ingest_id
+        cast(null as boolean) as is_hard_backpressured_open_at_anchor,
+        -- The newest bronze commit this plan accounts for. A window over the tasks, not a scalar
+        -- subquery of them: Spark inlines a CTE in each place that reads it, and such a
+        -- subquery scanned all of bronze a second time.
+        greatest(
+            max(max_ingest_id) over (), (select max(ingest_id) from vertices)
+        ) as processed_ingest_id
+    from tasks
 
 ),
 
@@ -419,7 +431,7 @@ final as (
             as is_soft_backpressured_open_at_anchor,
         coalesce(planned.is_hard_backpressured_open_at_anchor, false)
             as is_hard_backpressured_open_at_anchor,
-        (select ingest_id from landed) as processed_ingest_id
+        planned.processed_ingest_id
     from planned
     left join vertices
         on

@@ -94,50 +94,30 @@ latest_checkpoints as (
 
 ),
 
-stale_tasks as (
-
-    -- Tasks computed under other valve semantics than this run's: replayed from their start.
-    select job_id, vertex_id, subtask_index, attempt
-    from latest_checkpoints
-    where semantics != '{{ semantics }}'
-
-),
-
 tasks_to_run as (
 
+    -- The tasks with new events, and those whose latest checkpoint has other valve semantics
+    -- than this run's (replayed from their start). One join, so that the new events are read
+    -- once: Spark computes a CTE again in each place that reads it.
     select
-        new_by_task.job_id,
-        new_by_task.vertex_id,
-        new_by_task.subtask_index,
-        new_by_task.attempt,
+        coalesce(new_by_task.job_id, latest_checkpoints.job_id) as job_id,
+        coalesce(new_by_task.vertex_id, latest_checkpoints.vertex_id) as vertex_id,
+        coalesce(new_by_task.subtask_index, latest_checkpoints.subtask_index) as subtask_index,
+        coalesce(new_by_task.attempt, latest_checkpoints.attempt) as attempt,
         new_by_task.min_new_seq,
-        new_by_task.new_inputs,
+        coalesce(new_by_task.new_inputs, cast(array() as array<int>)) as new_inputs,
+        new_by_task.max_new_ingest_id,
         latest_checkpoints.seq is not null as has_checkpoints
     from new_by_task
-    left join latest_checkpoints
+    full outer join latest_checkpoints
         on
             new_by_task.job_id = latest_checkpoints.job_id
             and new_by_task.vertex_id = latest_checkpoints.vertex_id
             and new_by_task.subtask_index = latest_checkpoints.subtask_index
             and new_by_task.attempt = latest_checkpoints.attempt
-
-    union all
-
-    select
-        stale_tasks.job_id,
-        stale_tasks.vertex_id,
-        stale_tasks.subtask_index,
-        stale_tasks.attempt,
-        cast(null as bigint) as min_new_seq,
-        cast(array() as array<int>) as new_inputs,
-        true as has_checkpoints
-    from stale_tasks
-    left anti join new_by_task
-        on
-            stale_tasks.job_id = new_by_task.job_id
-            and stale_tasks.vertex_id = new_by_task.vertex_id
-            and stale_tasks.subtask_index = new_by_task.subtask_index
-            and stale_tasks.attempt = new_by_task.attempt
+    where
+        new_by_task.job_id is not null
+        or latest_checkpoints.semantics != '{{ semantics }}'
 
 ),
 
@@ -153,6 +133,7 @@ resume_points as (
         tasks_to_run.subtask_index,
         tasks_to_run.attempt,
         tasks_to_run.has_checkpoints,
+        tasks_to_run.max_new_ingest_id,
         coalesce(max(checkpoints.seq), -1) as resumed_after_seq,
         max_by(checkpoints.state, checkpoints.seq) as state,
         max_by(checkpoints.first_ms, checkpoints.seq) as resumed_first_ms,
@@ -175,7 +156,8 @@ resume_points as (
         tasks_to_run.vertex_id,
         tasks_to_run.subtask_index,
         tasks_to_run.attempt,
-        tasks_to_run.has_checkpoints
+        tasks_to_run.has_checkpoints,
+        tasks_to_run.max_new_ingest_id
 
 ),
 
@@ -204,6 +186,7 @@ resume_points as (
         subtask_index,
         attempt,
         false as has_checkpoints,
+        max_new_ingest_id,
         cast(-1 as bigint) as resumed_after_seq,
         cast(null as string) as state,
         cast(null as bigint) as resumed_first_ms,
@@ -216,17 +199,6 @@ resume_points as (
 ),
 
 {% endif %}
-
-landed as (
-
-    -- The newest bronze commit this run accounts for, from the one read of the new events.
-    select
-        greatest(
-            processed_ingest_id, (select max(max_new_ingest_id) from new_by_task)
-        ) as ingest_id
-    from progress
-
-),
 
 final as (
 
@@ -245,10 +217,13 @@ final as (
         resume_points.resumed_later_from_ms,
         progress.processed_ingest_id as previous_processed_ingest_id,
         progress.batch_id + 1 as batch_id,
-        landed.ingest_id as processed_ingest_id
+        -- The newest bronze commit this run accounts for: a window over the tasks, where a
+        -- scalar subquery read the new events again.
+        greatest(
+            progress.processed_ingest_id, max(resume_points.max_new_ingest_id) over ()
+        ) as processed_ingest_id
     from resume_points
     cross join progress
-    cross join landed
 
 )
 

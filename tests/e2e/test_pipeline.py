@@ -301,6 +301,23 @@ def _undocumented(target: Path) -> list[str]:
     return missing
 
 
+def test_a_full_plan_reads_the_bronze_events_once(demo_lake: DemoLake) -> None:
+    """The gauge and valve plans of a first build or --full-refresh read each bronze event table
+    once. Spark computes a CTE again wherever it is read: the newest commit, taken by a scalar
+    subquery over the plan's aggregate, scanned all of bronze a second time."""
+    warm = demo_lake.warm
+    plans = {
+        "int_timer_tasks_planned": ["timer_events", "watermark_events"],
+        "int_valve_tasks_planned": ["watermark_events"],
+    }
+    warm.dbt("compile", "--full-refresh", "--select", *plans).check()
+    compiled = demo_lake.lake.root.parent / ".dbt" / "target" / "compiled" / "tidemark"
+    for model, tables in plans.items():
+        sql = (compiled / "models" / "intermediate" / f"{model}.sql").read_text()
+        scanned = warm.bronze_scans(sql)
+        assert sorted(t for t in scanned if t.endswith("_events")) == tables, (model, scanned)
+
+
 def test_semantic_layer_validates_offline(demo_lake: DemoLake) -> None:
     """`mf validate-configs --skip-dw`, as the README shows it, in the lake's warm process: the
     `dbt debug` MetricFlow starts with finds Spark running (a process of its own starts Spark

@@ -243,6 +243,10 @@ def test_an_incremental_run_reads_bronze_only_where_its_tasks_resume(tmp_path: P
             sql = (compiled / "intermediate" / f"{model}.sql").read_text()
             named = re.findall(r"data_file in \(([^)]*)\)", sql)
             assert named and all(set(re.findall(r"'([^']+)'", n)) == landed for n in named), sql
+        # The plan reads those files once (its tasks, the stale ones and its newest commit).
+        plan = lake.root.parent / ".dbt" / "target" / "compiled" / "tidemark" / "models"
+        sql = (plan / "intermediate" / "int_valve_tasks_planned.sql").read_text()
+        assert warm.bronze_scans(sql) == ["watermark_events"], sql
         emitted = warm.sql_rows("select max(seq) as seq from tidemark.fct_valve_emissions")
         assert emitted[0]["seq"] == 59
         result = warm.dbt("run", "--full-refresh", *SELECT)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from contextlib import redirect_stderr, redirect_stdout
@@ -79,6 +80,26 @@ class WarmLake:
         answer = self._ask({"sql": query})
         Result(answer["returncode"], answer["stdout"], answer["stderr"]).check()
         return [json.loads(line) for line in answer["stdout"].splitlines() if line.strip()]
+
+    def bronze_scans(self, query: str) -> list[str]:
+        """The bronze tables the physical plan of ``query`` scans, once per scan that runs.
+
+        A dynamic partition pruning subquery repeats a side of its join in the plan; with
+        Spark's defaults it runs only where it can reuse that side's broadcast, so its subtree
+        is left out."""
+        self.sql_rows("set spark.sql.maxMetadataStringLength=100000")  # whole file paths
+        (row,) = self.sql_rows(f"explain {query}")
+        scans, pruning_depth = [], None
+        for line in row["plan"].splitlines():
+            depth = line.find("- ")  # where the node's marker is: deeper nodes, larger
+            if pruning_depth is not None and depth > pruning_depth:
+                continue
+            pruning_depth = None
+            if line[depth + 2 :].startswith("SubqueryAdaptiveBroadcast"):
+                pruning_depth = depth
+            elif found := re.search(r"FileScan .*?\[file:[^,\]]*/bronze/(\w+)/", line):
+                scans.append(found.group(1))
+        return scans
 
     def close(self) -> None:
         if self._process.poll() is None:

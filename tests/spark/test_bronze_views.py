@@ -103,6 +103,30 @@ def test_files_views_bound_each_data_file_the_views_read(spark, tmp_path: Path, 
     assert last > first  # one file now holds several commits
 
 
+def _scan_of(spark, sql: str) -> str:
+    plan = spark.sql(sql)._jdf.queryExecution().executedPlan().toString()
+    (scan,) = [line for line in plan.splitlines() if "FileScan" in line]
+    return scan
+
+
+def test_a_query_without_data_file_reads_no_file_metadata(
+    spark, tmp_path: Path, lake: Lake
+) -> None:
+    """A view that names _metadata makes Spark's scans produce all of its fields (the parquet
+    row index too) unless the query reads one of them; the views read at most the file name."""
+    _land_in_many_commits(tmp_path, lake)
+    register_bronze(spark, lake)
+
+    scan = _scan_of(spark, "select job_id, max(ts_ms) from bronze.timer_events group by job_id")
+    assert "file_name" in scan and "row_index" not in scan and "file_size" not in scan, scan
+
+    (one_file,) = spark.sql("select min(data_file) from bronze.timer_events_files").first()
+    filtered = f"select count(*) from bronze.timer_events where data_file = '{one_file}'"
+    assert "row_index" not in _scan_of(spark, filtered)
+    assert spark.sql(filtered).first()[0] == 5  # the other files' rows are not read
+    assert spark.sql("select count(*) from bronze.timer_events").first()[0] == 30
+
+
 def test_a_partitioned_bronze_table_is_refused(tmp_path: Path) -> None:
     import pyarrow as pa
     from deltalake import write_deltalake

@@ -63,7 +63,12 @@ def register_bronze(spark, lake: Lake) -> dict[str, int]:
                 files = spark.createDataFrame(bounds.to_pandas(), from_arrow_schema(bounds.schema))
                 files.createOrReplaceGlobalTempView(f"{name}_files")
         if counts[name]:
-            frame = frame.select("*", F.col("_metadata.file_name").alias("data_file"))
+            # The filter, always true, is what keeps a query that never reads data_file from
+            # reading every field of _metadata: once a view names _metadata, Spark's file scan
+            # produces all of its fields (the row index too) unless a query reads a field of
+            # it, and only then prunes it to the fields read.
+            file_name = F.col("_metadata.file_name")
+            frame = frame.select("*", file_name.alias("data_file")).where(file_name != "")
         else:
             frame = frame.withColumn("data_file", F.lit(None).cast("string"))
         frame.createOrReplaceGlobalTempView(name)
