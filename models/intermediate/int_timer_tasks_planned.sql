@@ -369,13 +369,7 @@ tasks as (
 planned as (
 
     select
-        job_id,
-        vertex_id,
-        subtask_index,
-        attempt,
-        first_ts_ms,
-        horizon_ms,
-        max_seq,
+        *,
         true as is_changed,
         cast(-1 as bigint) as previous_processed_ingest_id,
         {{ min_long }} as replay_min_ts_ms,
