@@ -105,7 +105,7 @@ tasks_to_run as (
         coalesce(new_by_task.subtask_index, latest_checkpoints.subtask_index) as subtask_index,
         coalesce(new_by_task.attempt, latest_checkpoints.attempt) as attempt,
         new_by_task.min_new_seq,
-        coalesce(new_by_task.new_inputs, cast(array() as array<int>)) as new_inputs,
+        new_by_task.new_inputs,
         new_by_task.max_new_ingest_id,
         latest_checkpoints.seq is not null as has_checkpoints
     from new_by_task
