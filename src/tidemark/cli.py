@@ -58,15 +58,7 @@ def _parser() -> argparse.ArgumentParser:
     serve = commands.add_parser(
         "serve", help="start the Spark Thrift (HiveServer2) endpoint for BI tools and dbt"
     )
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback)")
-    serve.add_argument("--port", type=int, default=10000)
-    serve.add_argument(
-        "--hiveconf",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a HiveServer2 setting, e.g. hive.server2.authentication=LDAP (repeatable)",
-    )
+    _server_options(serve)
     serve.add_argument(
         "--refresh-s", type=float, default=5.0, help="how often to look for new bronze commits"
     )
@@ -108,6 +100,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="ARGS",
         help='more arguments for dbt build, one string, e.g. "--select +fct_subtask_seconds"',
     )
+    run.add_argument(
+        "--serve",
+        action="store_true",
+        help="also serve the Thrift (HiveServer2) endpoint for BI tools from the same session",
+    )
+    _server_options(run)
     archive = commands.add_parser(
         "jvm-archive",
         help="write the archive of Spark's classes that halves each later command's JVM start",
@@ -119,6 +117,19 @@ def _parser() -> argparse.ArgumentParser:
         help="the archive file (default: $TIDEMARK_JVM_ARCHIVE, else LAKE/jvm/spark-classes.jsa)",
     )
     return parser
+
+
+def _server_options(parser: argparse.ArgumentParser) -> None:
+    """The Thrift endpoint's options, shared by ``serve`` and ``run --serve``."""
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback)")
+    parser.add_argument("--port", type=int, default=10000)
+    parser.add_argument(
+        "--hiveconf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a HiveServer2 setting, e.g. hive.server2.authentication=LDAP (repeatable)",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -214,8 +225,8 @@ def _sql(args: argparse.Namespace) -> int:
     return 0
 
 
-def _serve(args: argparse.Namespace) -> int:
-    from tidemark.serve import ServeOptions, serve
+def _serve_options(args: argparse.Namespace):
+    from tidemark.serve import ServeOptions
 
     hiveconf = {}
     for item in args.hiveconf:
@@ -223,32 +234,49 @@ def _serve(args: argparse.Namespace) -> int:
         if not sep or not key:
             raise ValueError(f"--hiveconf takes KEY=VALUE, got {item!r}")
         hiveconf[key.strip()] = value.strip()
-    options = ServeOptions(args.host, args.port, hiveconf, args.refresh_s)
-    return serve(_lake(args), options)
+    return ServeOptions(args.host, args.port, hiveconf, getattr(args, "refresh_s", 5.0))
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from tidemark.serve import serve
+
+    return serve(_lake(args), _serve_options(args))
 
 
 def _run(args: argparse.Namespace) -> int:
     import shlex
-    import signal
     import threading
 
     from tidemark.schedule import WarmCycle, build_args, run_every
+    from tidemark.serve import ThriftServer, check_options, listening, stop_on_signals
 
     # Checked before Spark starts, so a typo costs no start-up.
     if args.every <= 0:
         raise ValueError(f"--every must be a positive number of seconds, got {args.every:g}")
     build_args(1, args.tests_every)
+    options = _serve_options(args) if args.serve else None
+    if options is not None:
+        check_options(options)
     stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
-    cycle = WarmCycle(_lake(args), args.paths, shlex.split(args.dbt), args.tests_every)
+    stop_on_signals(stop)
+    lake = _lake(args)
+    # The server starts the session (with its settings), the cycles then use the same one.
+    server = ThriftServer(lake, options) if options is not None else None
+    try:
+        cycle = WarmCycle(lake, args.paths, shlex.split(args.dbt), args.tests_every)
+        if options is not None:
+            print(listening(lake, options, "run"), flush=True)
 
-    def report(number: int, result, behind: bool) -> None:
-        late = f" (took longer than --every {args.every:g} s)" if behind else ""
-        print(f"tidemark run: cycle {number}: {result.describe()}{late}", flush=True)
+        def report(number: int, result, behind: bool) -> None:
+            late = f" (took longer than --every {args.every:g} s)" if behind else ""
+            print(f"tidemark run: cycle {number}: {result.describe()}{late}", flush=True)
 
-    cycles = 1 if args.once else args.cycles
-    return run_every(args.every, cycle, stop, report, max_cycles=cycles)
+        cycles = 1 if args.once else args.cycles
+        return run_every(args.every, cycle, stop, report, max_cycles=cycles)
+    finally:
+        if server is not None:
+            print("tidemark run: stopping the server", flush=True)
+            server.stop()
 
 
 def parse_time_ms(text: str | None) -> int | None:

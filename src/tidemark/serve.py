@@ -93,23 +93,43 @@ def _bronze_versions(lake: Lake) -> dict[str, int | None]:
     return versions
 
 
-def serve(lake: Lake, options: ServeOptions, ready: threading.Event | None = None) -> int:
-    """Run the server until SIGTERM or SIGINT; returns the exit code."""
-    check_options(options)
-    from tidemark.spark.bronze import register_bronze
-    from tidemark.spark.session import spark_session
+class ThriftServer:
+    """Spark's Thrift (HiveServer2) server over the process's session: ``tidemark serve`` runs
+    one alone, ``tidemark run --serve`` beside its scheduled cycles. Every connection shares
+    that one session (``server_conf``), so BI tools see what the cycles build as they build it.
+    """
 
-    spark = spark_session(lake, server_conf(lake, options))
-    jvm = spark._jvm
-    server = jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2.startWithContext(
-        spark._jsparkSession.sqlContext()
-    )
-    stop = threading.Event()
+    def __init__(self, lake: Lake, options: ServeOptions) -> None:
+        check_options(options)
+        from tidemark.spark.session import spark_session
+
+        self.options = options
+        self.spark = spark_session(lake, server_conf(lake, options))
+        hive = self.spark._jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2
+        self._server = hive.startWithContext(self.spark._jsparkSession.sqlContext())
+
+    def stop(self) -> None:
+        self._server.stop()
+
+
+def stop_on_signals(stop: threading.Event) -> None:
+    """SIGTERM and SIGINT (Ctrl-C) set ``stop``: what runs finishes, nothing new starts."""
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    print(
-        f"tidemark serve: listening on {options.host}:{options.port} (lake {lake.root})", flush=True
-    )
+
+
+def listening(lake: Lake, options: ServeOptions, command: str) -> str:
+    return f"tidemark {command}: listening on {options.host}:{options.port} (lake {lake.root})"
+
+
+def serve(lake: Lake, options: ServeOptions, ready: threading.Event | None = None) -> int:
+    """Run the server until SIGTERM or SIGINT; returns the exit code."""
+    from tidemark.spark.bronze import register_bronze
+
+    server = ThriftServer(lake, options)
+    stop = threading.Event()
+    stop_on_signals(stop)
+    print(listening(lake, options, "serve"), flush=True)
     if ready:
         ready.set()
     seen = _bronze_versions(lake)
@@ -117,11 +137,11 @@ def serve(lake: Lake, options: ServeOptions, ready: threading.Event | None = Non
         while not stop.wait(options.refresh_s):
             now = _bronze_versions(lake)
             if now != seen:
-                register_bronze(spark, lake)
+                register_bronze(server.spark, lake)
                 log.info("bronze changed; views now show the new snapshot")
                 seen = now
     finally:
         print("tidemark serve: stopping", flush=True)
         server.stop()
-        spark.stop()
+        server.spark.stop()
     return 0
