@@ -31,7 +31,39 @@ def test_old_java_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
 
 
 def test_java_on_this_machine_is_17_or_newer() -> None:
-    assert "version" in check_java()
+    assert Path(check_java()).name == "java"
+
+
+def test_the_procedures_jar_joins_sparks_own_jars(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """spark.jars set by a session replaces spark-defaults.conf's: tidemark's jar is added to it."""
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    assert session.defaults_jars() == ""
+    (tmp_path / "spark-defaults.conf").write_text(
+        "spark.executor.memory 1g\nspark.jars  /opt/a.jar,/opt/b.jar\n"
+    )
+    assert session.defaults_jars() == "/opt/a.jar,/opt/b.jar"
+    jar = tmp_path / "p.jar"
+    assert session.with_jar(session.defaults_jars(), jar) == f"/opt/a.jar,/opt/b.jar,{jar}"
+    assert session.with_jar("", jar) == str(jar)
+
+
+def test_the_procedures_jar_is_named_after_its_sources_and_pyspark(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tidemark.spark import procedures
+
+    monkeypatch.setenv("TIDEMARK_CACHE", str(tmp_path / "cache"))
+    shipped = procedures.jar_path()
+    assert shipped.parent == tmp_path / "cache" and shipped.suffix == ".jar"
+    sources = tmp_path / "java"
+    (sources / "tidemark").mkdir(parents=True)
+    (sources / "tidemark" / "A.java").write_text("class A {}")
+    monkeypatch.setattr(procedures, "SOURCES", sources)
+    first = procedures.jar_path()
+    (sources / "tidemark" / "A.java").write_text("class A { int a; }")
+    assert first != procedures.jar_path() != shipped
 
 
 def test_unknown_delta_mode(monkeypatch: pytest.MonkeyPatch) -> None:

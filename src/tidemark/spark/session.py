@@ -26,6 +26,7 @@ from pathlib import Path
 import udfs
 from tidemark.lake import Lake
 from tidemark.spark.bronze import register_bronze
+from tidemark.spark.procedures import CATALOG, CATALOG_CLASS, procedures_jar
 from tidemark.spark.settings import DELTA_MODES as DELTA_MODES
 from tidemark.spark.settings import SparkSetupError, archive_options, delta_mode, jvm_options
 from udfs.spark import register_udfs
@@ -35,7 +36,7 @@ _LOG4J = Path(__file__).with_name("log4j2.properties")
 
 
 def check_java() -> str:
-    """The Java version string, or a clear error when Java 17+ is missing."""
+    """The ``java`` command to run, or a clear error when Java 17+ is missing."""
     java_home = os.environ.get("JAVA_HOME")
     java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
     hint = (
@@ -58,7 +59,27 @@ def check_java() -> str:
         major = int(match.group(2))
     if major < 17:
         raise SparkSetupError(f"{java} is Java {major}. {hint}")
-    return shown.splitlines()[0] if shown else ""
+    return java
+
+
+def defaults_jars() -> str:
+    """``spark.jars`` of Spark's own ``spark-defaults.conf``, which a session setting of that
+    key would otherwise replace."""
+    folder = os.environ.get("SPARK_CONF_DIR") or (
+        os.path.join(os.environ["SPARK_HOME"], "conf") if os.environ.get("SPARK_HOME") else None
+    )
+    defaults = Path(folder) / "spark-defaults.conf" if folder else None
+    if defaults is None or not defaults.is_file():
+        return ""
+    for line in defaults.read_text().splitlines():
+        key, _, value = line.strip().partition(" ")
+        if key == "spark.jars":
+            return value.strip()
+    return ""
+
+
+def with_jar(jars: str, jar: Path) -> str:
+    return ",".join([*(j for j in jars.split(",") if j.strip()), str(jar)])
 
 
 def is_local_master(master: str) -> bool:
@@ -117,6 +138,9 @@ def spark_conf(lake: Lake) -> dict[str, str]:
         # same query compiled again under another name (21 to 49 classes a build with the same
         # SQL, 0 to 4 without the number; docs/decisions/0007-warm-schedule.md).
         "spark.sql.codegen.useIdInClassName": "false",
+        # tidemark's stored procedures (CALL tidemark_system.marts.publish, ...), which the dbt
+        # materializations publish marts with; their jar joins spark.jars at the start.
+        f"spark.sql.catalog.{CATALOG}": CATALOG_CLASS,
     }
     # Local mode talks to itself only; executors elsewhere must reach the driver at an address
     # of theirs: SPARK_LOCAL_IP if set, else Spark's own choice (the host name's address).
@@ -150,7 +174,7 @@ def spark_session(lake: Lake | None = None, extra_conf: dict[str, str] | None = 
             )
         return active
 
-    check_java()
+    java = check_java()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     if is_local_master(os.environ.get("TIDEMARK_SPARK_MASTER", "local[*]")):
@@ -159,7 +183,9 @@ def spark_session(lake: Lake | None = None, extra_conf: dict[str, str] | None = 
     for folder in (lake.warehouse, lake.metastore, lake.logs):
         folder.mkdir(parents=True, exist_ok=True)
     builder = SparkSession.builder.enableHiveSupport()
-    for key, value in {**spark_conf(lake), **(extra_conf or {})}.items():
+    conf = {**spark_conf(lake), **(extra_conf or {})}
+    conf["spark.jars"] = with_jar(conf.get("spark.jars") or defaults_jars(), procedures_jar(java))
+    for key, value in conf.items():
         builder = builder.config(key, value)
     try:
         spark = builder.getOrCreate()

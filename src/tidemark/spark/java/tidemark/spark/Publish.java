@@ -1,0 +1,190 @@
+package tidemark.spark;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Set;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.TableIdentifier;
+import org.apache.spark.sql.catalyst.catalog.CatalogTable;
+import org.apache.spark.sql.catalyst.catalog.CatalogTablePartition;
+import org.apache.spark.sql.catalyst.catalog.ExternalCatalog;
+import org.apache.spark.sql.catalyst.catalog.ExternalCatalogWithListener;
+import org.apache.spark.sql.catalyst.catalog.SessionCatalog;
+import org.apache.spark.sql.connector.catalog.procedures.BoundProcedure;
+import org.apache.spark.sql.connector.catalog.procedures.ProcedureParameter;
+import org.apache.spark.sql.connector.catalog.procedures.UnboundProcedure;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * {@code CALL tidemark_system.marts.publish(target, stage, replace_all, keep_ms)}: makes the rows
+ * of the staged table {@code stage} the target's, in one step a reader cannot see half of
+ * (docs/decisions/0015-consistent-reads.md).
+ *
+ * <p>A partitioned target takes the stage's partitions: each partition of the stage replaces the
+ * target's partition of the same values (or is added), and with {@code replace_all} the target's
+ * partitions the stage does not have are dropped. All of it happens while holding the metastore
+ * catalog's lock, which every catalog call of the process takes (HiveExternalCatalog's
+ * {@code withClient}): a query lists a table's partitions in one such call, so it sees every
+ * partition as before the publish or every one as after. No file is moved or overwritten: the
+ * target's partitions point at the stage's folders, written beforehand, and the folders they
+ * pointed at are listed as replaced. A non-partitioned target is pointed at the stage's folder
+ * with one {@code ALTER TABLE SET LOCATION}.
+ *
+ * <p>Replaced folders stay on disk for {@code keep_ms}, for queries planned before the publish
+ * that still read them; each publish deletes the folders its table replaced longer ago than
+ * that, and only folders below the table's own default location. The stage table's definition
+ * is dropped, its files now belong to the target.
+ */
+public class Publish implements UnboundProcedure, BoundProcedure {
+    static final String REPLACED = "_tidemark_versions/_replaced";
+
+    public String name() {
+        return "publish";
+    }
+
+    public String description() {
+        return "replace a table's rows, or some of its partitions, by a staged table's, atomically";
+    }
+
+    public BoundProcedure bind(StructType inputType) {
+        return this;
+    }
+
+    public ProcedureParameter[] parameters() {
+        return new ProcedureParameter[] {
+            ProcedureParameter.in("target", DataTypes.StringType).build(),
+            ProcedureParameter.in("stage", DataTypes.StringType).build(),
+            ProcedureParameter.in("replace_all", DataTypes.BooleanType).build(),
+            ProcedureParameter.in("keep_ms", DataTypes.LongType).build(),
+        };
+    }
+
+    public boolean isDeterministic() {
+        return false;
+    }
+
+    public Iterator call(InternalRow input) {
+        SparkSession spark = SparkSession.active();
+        TableIdentifier target = Procedures.identifier(spark, input.getUTF8String(0).toString());
+        TableIdentifier stage = Procedures.identifier(spark, input.getUTF8String(1).toString());
+        boolean replaceAll = input.getBoolean(2);
+        long keepMs = input.getLong(3);
+        try {
+            publish(spark, target, stage, replaceAll, keepMs);
+        } catch (IOException e) {
+            throw new RuntimeException("tidemark publish of " + target + " failed: " + e, e);
+        }
+        return Collections.emptyIterator();
+    }
+
+    static void publish(
+            SparkSession spark, TableIdentifier target, TableIdentifier stage,
+            boolean replaceAll, long keepMs) throws IOException {
+        SessionCatalog session = spark.sessionState().catalog();
+        ExternalCatalog catalog =
+            ((ExternalCatalogWithListener) spark.sharedState().externalCatalog()).unwrapped();
+        String db = target.database().get().toString();
+        String table = target.table();
+        String stageDb = stage.database().get().toString();
+        CatalogTable targetMeta = catalog.getTable(db, table);
+        CatalogTable stageMeta = catalog.getTable(stageDb, stage.table());
+        checkSameShape(targetMeta, stageMeta);
+        Configuration conf = spark.sessionState().newHadoopConf();
+        Path home = new Path(session.defaultTablePath(target));
+        List replaced = new ArrayList();
+        if (targetMeta.partitionColumnNames().isEmpty()) {
+            replaced.add(new Path(targetMeta.location()));
+            spark.sql("ALTER TABLE " + target.quotedString() + " SET LOCATION '"
+                + stageMeta.location().toString().replace("'", "\\'") + "'");
+        } else {
+            swapPartitions(catalog, db, table, stageDb, stage.table(), replaceAll, replaced);
+        }
+        catalog.dropTable(stageDb, stage.table(), false, false);
+        session.refreshTable(target);
+        Replaced.record(home, conf, replaced);
+        Replaced.collect(home, conf, keepMs);
+    }
+
+    /** The stage's partitions replace the target's, in one critical section of the catalog. */
+    static void swapPartitions(
+            ExternalCatalog catalog, String db, String table, String stageDb, String stage,
+            boolean replaceAll, List replaced) {
+        List staged = Procedures.list(catalog.listPartitions(stageDb, stage, scala.Option.empty()));
+        if (staged.isEmpty()) {
+            // Nothing new: the stage's folder holds Spark's markers only, and nothing reads it.
+            replaced.add(new Path(catalog.getTable(stageDb, stage).location()));
+        }
+        synchronized (catalog) {
+            List create = new ArrayList();
+            List alter = new ArrayList();
+            Set stagedSpecs = new HashSet();
+            for (int i = 0; i < staged.size(); i++) {
+                CatalogTablePartition part = (CatalogTablePartition) staged.get(i);
+                stagedSpecs.add(part.spec());
+                scala.Option old = catalog.getPartitionOption(db, table, part.spec());
+                if (old.isEmpty()) {
+                    create.add(part);
+                } else {
+                    replaced.add(new Path(((CatalogTablePartition) old.get()).location()));
+                    alter.add(part);
+                }
+            }
+            List drop = new ArrayList();
+            if (replaceAll) {
+                List existing =
+                    Procedures.list(catalog.listPartitions(db, table, scala.Option.empty()));
+                for (int i = 0; i < existing.size(); i++) {
+                    CatalogTablePartition part = (CatalogTablePartition) existing.get(i);
+                    if (!stagedSpecs.contains(part.spec())) {
+                        drop.add(part.spec());
+                        replaced.add(new Path(part.location()));
+                    }
+                }
+            }
+            if (!create.isEmpty()) {
+                catalog.createPartitions(db, table, Procedures.seq(create), false);
+            }
+            if (!alter.isEmpty()) {
+                catalog.alterPartitions(db, table, Procedures.seq(alter));
+            }
+            if (!drop.isEmpty()) {
+                catalog.dropPartitions(db, table, Procedures.seq(drop), false, false, true);
+            }
+        }
+    }
+
+    /** A stage of another shape would be read with the target's schema: refuse it. */
+    static void checkSameShape(CatalogTable target, CatalogTable stage) {
+        if (!target.partitionColumnNames().equals(stage.partitionColumnNames())
+                || !sameColumns(target.schema(), stage.schema())) {
+            throw new IllegalArgumentException(
+                "tidemark publish: " + stage.identifier() + " " + stage.schema().simpleString()
+                + " does not have the columns of " + target.identifier() + " "
+                + target.schema().simpleString() + ": rebuild the table (dbt --full-refresh)");
+        }
+    }
+
+    static boolean sameColumns(StructType a, StructType b) {
+        StructField[] left = a.fields();
+        StructField[] right = b.fields();
+        if (left.length != right.length) {
+            return false;
+        }
+        for (int i = 0; i < left.length; i++) {
+            if (!left[i].name().equalsIgnoreCase(right[i].name())
+                    || !left[i].dataType().sameType(right[i].dataType())) {
+                return false;
+            }
+        }
+        return true;
+    }
+}
