@@ -1,17 +1,14 @@
-{%- set drop_emptied_partitions -%}{% raw %}
-    {{- tidemark_drop_emptied_partitions(
-        ['seq', 'change_index'],
-        'effective_ms',
-        "row_kind = 'clock' or (row_kind = 'emission' and size(task_inputs) = 1)",
-        {'change_index': 'emission_index'},
-    ) -}}
-{% endraw %}{%- endset -%}
 {{
     config(
         materialized='incremental',
         incremental_strategy='insert_overwrite',
         partition_by=['job_id', 'hour_at', 'minute_slice'],
-        post_hook=[drop_emptied_partitions],
+        emptied_partitions={
+            'keys': ['seq', 'change_index'],
+            'time_column': 'effective_ms',
+            'where': "row_kind = 'clock' or (row_kind = 'emission' and size(task_inputs) = 1)",
+            'sources': {'change_index': 'emission_index'},
+        },
     )
 }}
 {#-

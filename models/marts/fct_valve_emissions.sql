@@ -1,14 +1,13 @@
-{%- set drop_emptied_partitions -%}{% raw %}
-    {{- tidemark_drop_emptied_partitions(
-        ['input_index', 'seq', 'emission_index'], 'ts_ms', "row_kind = 'emission'"
-    ) -}}
-{% endraw %}{%- endset -%}
 {{
     config(
         materialized='incremental',
         incremental_strategy='insert_overwrite',
         partition_by=['job_id', 'hour_at', 'minute_slice'],
-        post_hook=[drop_emptied_partitions],
+        emptied_partitions={
+            'keys': ['input_index', 'seq', 'emission_index'],
+            'time_column': 'ts_ms',
+            'where': "row_kind = 'emission'",
+        },
     )
 }}
 {#-
