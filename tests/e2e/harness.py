@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import math
 import os
 import shutil
@@ -137,19 +138,47 @@ def dbt(*args: str, lake: Lake, **extra: str) -> Result:
     return run([str(BIN / "dbt"), *args], lake, **extra)
 
 
-def warehouse_rows(lake: Lake, schema: str, name: str, job_id: str | None = None) -> list[dict]:
-    """A warehouse table's rows, read from its parquet files (hive partition columns included),
-    without starting Spark; only ``job_id``'s when given; no rows when the table was never
-    built."""
-    import pyarrow.dataset as ds
+def _live_files(lake: Lake, schema: str, name: str, warm=None) -> list[str] | None:
+    """The data files a table of the warehouse reads now, asked of Spark; None for a table no
+    build published into (its folder holds its rows and nothing else).
 
-    path = lake.warehouse / f"{schema}.db" / name
-    if not path.exists():
+    A published table's partitions lie in version folders below its own, beside the folders
+    publishes replaced and keep for a while (docs/decisions/0015): only the metastore says which
+    are its rows. ``warm``, a WarmLake, asks its session: a lake a warm worker holds cannot be
+    opened by another process."""
+    from urllib.parse import unquote, urlparse
+
+    if not (lake.warehouse / f"{schema}.db" / name / "_tidemark_versions").exists():
+        return None
+    query = f"select distinct _metadata.file_path as path from {schema}.{name}"
+    if warm is not None:
+        rows = warm.sql_rows(query)
+    else:
+        out = tidemark("sql", query, "--format", "jsonl", lake=lake).check().stdout
+        rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return [unquote(urlparse(row["path"]).path) for row in rows]
+
+
+def _dataset(lake: Lake, schema: str, name: str, warm=None):
+
+    files = _live_files(lake, schema, name, warm)
+    if files is None:
+        return ds.dataset(lake.warehouse / f"{schema}.db" / name, format="parquet",
+                          partitioning="hive")  # fmt: skip
+    return ds.dataset(files, format="parquet", partitioning="hive")
+
+
+def warehouse_rows(
+    lake: Lake, schema: str, name: str, job_id: str | None = None, warm=None
+) -> list[dict]:
+    """A warehouse table's rows, read from its parquet files (hive partition columns included);
+    only ``job_id``'s when given; no rows when the table was never built. Spark is asked which
+    files are the table's only when a build published into it (``_live_files``)."""
+
+    if not (lake.warehouse / f"{schema}.db" / name).exists():
         return []
     where = None if job_id is None else ds.field("job_id") == job_id
-    return (
-        ds.dataset(path, format="parquet", partitioning="hive").to_table(filter=where).to_pylist()
-    )
+    return _dataset(lake, schema, name, warm).to_table(filter=where).to_pylist()
 
 
 def warehouse_tables(
@@ -160,7 +189,7 @@ def warehouse_tables(
     folder = lake.warehouse / f"{schema}.db"
     tables = {}
     for path in sorted(p for p in folder.iterdir() if p.is_dir()) if folder.exists() else []:
-        table = ds.dataset(path, format="parquet", partitioning="hive").to_table()
+        table = _dataset(lake, schema, path.name).to_table()
         columns = sorted(set(table.column_names) - (ignore or {}).get(path.name, set()))
         rows = [tuple(_canonical(row[c]) for c in columns) for row in table.to_pylist()]
         tables[path.name] = [tuple(columns), *sorted(rows, key=repr)]
