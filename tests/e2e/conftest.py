@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,9 +31,29 @@ SCENARIOS = {"backpressure": 5, "skew": 5, "idle-source": 0}
 class DemoLake:
     lake: Lake
     build: Result
-    warm: WarmLake
+    _warm: WarmLake | None
     events: dict[str, Path] = field(default_factory=dict)
     manifests: dict[str, dict] = field(default_factory=dict)
+
+    @property
+    def warm(self) -> WarmLake:
+        """The lake's warm worker, started again if ``released`` stopped it."""
+        if self._warm is None:
+            self._warm = WarmLake(self.lake)
+        return self._warm
+
+    @contextmanager
+    def released(self) -> Iterator[Lake]:
+        """The lake without its warm worker, for another process that opens its metastore
+        (Derby admits one process): `tidemark serve` in test_metric_views. A later ``warm``
+        starts a new worker (a Spark start); that file runs last in its group, so none does."""
+        self.close()
+        yield self.lake
+
+    def close(self) -> None:
+        if self._warm is not None:
+            self._warm.close()
+            self._warm = None
 
 
 @pytest.fixture(scope="session")
@@ -42,8 +63,9 @@ def demo_lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoLake]:
     tests (test_pipeline runs those, against this lake, with every var changed)."""
     work = tmp_path_factory.mktemp("demo")
     lake = Lake.from_env(work / "lake")
-    with WarmLake(lake) as warm:  # Spark starts while the scenarios are generated and ingested
-        demo = DemoLake(lake=lake, build=Result(0, "", ""), warm=warm)
+    # Spark starts in the warm worker while the scenarios are generated and ingested.
+    demo = DemoLake(lake=lake, build=Result(0, "", ""), _warm=WarmLake(lake))
+    try:
         for name, seed in SCENARIOS.items():
             out = work / name
             tidemark(
@@ -58,5 +80,7 @@ def demo_lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoLake]:
         _, _, records = literal_job(PROJECT_WINDOW_S)
         literal = write_jsonl(work / "literal-gauges.jsonl", records)
         tidemark("ingest", str(literal), lake=lake).check()
-        demo.build = warm.dbt("build", "--exclude-resource-type", "unit_test").check()
+        demo.build = demo.warm.dbt("build", "--exclude-resource-type", "unit_test").check()
         yield demo
+    finally:
+        demo.close()
