@@ -199,21 +199,37 @@ def check(polls: list[Poll], references: list[tuple[float, dict[str, tuple]]]) -
 
 
 def bench_serve(work: Path, events: Path, cycles: int) -> ServeBench:
-    files = _slices(events, work / "slices", cycles)
-    base, slices = files[0], files[1:]
+    slices = slices_of(events, work / "slices", cycles)
+    run_s, serve_s = cycle_costs(work, slices)
+    polled_s, polls, errors, inconsistent = reads_during_cycles(work, slices)
+    return ServeBench(cycles, run_s, serve_s, polled_s, polls, errors, inconsistent)
 
+
+def cycle_costs(work: Path, slices: list[list[Path]]) -> tuple[list[float], list[float]]:
+    """The seconds of each cycle after the base's, of `tidemark run` and of `tidemark run
+    --serve`, taking turns slice by slice."""
+    base, rest = slices[0], slices[1:]
     run, serve = Service(work, "run", serve=False), Service(work, "serve", serve=True)
     try:
         run.land(base)
         serve.land(base)
         run_s, serve_s = [], []
-        for part in slices:
+        for part in rest:
             run_s.append(run.land(part))
             serve_s.append(serve.land(part))
     finally:
         run.stop()
         serve.stop()
+    return run_s, serve_s
 
+
+def reads_during_cycles(
+    work: Path, slices: list[list[Path]]
+) -> tuple[list[float], int, list[str], list[str]]:
+    """`tidemark run --serve` cycles while two clients read every mart without pause: each
+    cycle's seconds, the answers counted, the failed ones and those that were neither the
+    figures before their cycle nor after it."""
+    base, rest = slices[0], slices[1:]
     polled = Service(work, "polled", serve=True)
     polls: list[Poll] = []
     stop = threading.Event()
@@ -229,7 +245,7 @@ def bench_serve(work: Path, events: Path, cycles: int) -> ServeBench:
         for client in clients:
             client.start()
         polled_s = []
-        for part in slices:
+        for part in rest:
             polled_s.append(polled.land(part))
             references.append((time.monotonic(), {m: _figures(reader, m) for m in MARTS}))
         stop.set()
@@ -239,18 +255,11 @@ def bench_serve(work: Path, events: Path, cycles: int) -> ServeBench:
         stop.set()
         polled.stop()
     counted = [p for p in polls if p.started >= references[0][0]]
-    return ServeBench(
-        cycles=cycles,
-        run_cycle_s=run_s,
-        serve_cycle_s=serve_s,
-        polled_cycle_s=polled_s,
-        polls=len(counted),
-        errors=[f"{p.mart}: {p.error}" for p in counted if p.error],
-        inconsistent=check(counted, references),
-    )
+    errors = [f"{p.mart}: {p.error}" for p in counted if p.error]
+    return polled_s, len(counted), errors, check(counted, references)
 
 
-def _slices(events: Path, out: Path, cycles: int) -> list[list[Path]]:
+def slices_of(events: Path, out: Path, cycles: int) -> list[list[Path]]:
     """The generated files in arrival order: the job graph and the first half of the events as
     the base, then the rest of the events cut into `cycles` slices of the same number of lines."""
     out.mkdir(parents=True)

@@ -227,3 +227,22 @@ def test_jvm_archive_is_written_whole_and_mapped_in(tmp_path: Path, lake: Lake) 
     assert refused.returncode == 1
     [line] = [x for x in refused.stderr.splitlines() if x.startswith("tidemark jvm-archive: error")]
     assert str(blocked) in line
+
+
+@pytest.mark.deep
+def test_run_serve_bi_reads_during_cycles_see_each_mart_before_or_after(tmp_path: Path) -> None:
+    """`tidemark run --serve` (contract §7): two BI clients read ten marts without pause while
+    two cycles land new events; every answer is a mart's figures before its cycle or after it,
+    and none fails (decision 0015). `make bench` runs ten cycles (bench/serve.py)."""
+    from bench.serve import reads_during_cycles, slices_of
+
+    events = tmp_path / "events"
+    tidemark(
+        "generate", "--scenario", "backpressure", "--seed", "7", "--out", str(events),
+        lake=Lake.from_env(tmp_path / "unused"),
+    ).check()  # fmt: skip
+    seconds, polls, errors, inconsistent = reads_during_cycles(
+        tmp_path / "work", slices_of(events, tmp_path / "slices", 2)
+    )
+    assert len(seconds) == 2
+    assert polls > 20 and not errors and not inconsistent, (errors[:3], inconsistent[:3])

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from bench.serve import figures_query
 from tests.e2e.harness import BIN, ROOT, dbt, environment, tidemark
 from tests.events import timer, write_jsonl
 from tidemark.lake import Lake
@@ -68,7 +70,7 @@ def test_bi_clients_dbt_and_shutdown(server, tmp_path: Path, lake: Lake) -> None
     # would add two minutes of queries to `make test`.
     build = dbt(
         "run", "--target", "thrift", "--select", "+fct_subtask_seconds", "+fct_valve_emissions",
-        lake=lake, TIDEMARK_THRIFT_PORT=str(port),
+        "dim_vertices", lake=lake, TIDEMARK_THRIFT_PORT=str(port),
     ).check()  # fmt: skip
     assert "ERROR=0" in build.stdout
     schemas = {row[0] for row in _query(port, "show databases")}
@@ -96,6 +98,45 @@ def test_bi_clients_dbt_and_shutdown(server, tmp_path: Path, lake: Lake) -> None
             break
         time.sleep(1)
     assert now == events + 3, "the server never saw the new bronze commit"
+
+    # A second build publishes into the marts the first created (an incremental mart and a
+    # table), through the server, while two BI clients read them without pause: every answer
+    # is the figures before the build or after it, and none fails (contract §7, decision 0015).
+    marts = ("fct_subtask_seconds", "dim_vertices")
+    before = {m: _query(port, figures_query(m))[0] for m in marts}
+    polls: list[tuple[str, tuple | str]] = []
+    stop = threading.Event()
+
+    def poll() -> None:
+        from pyhive import hive
+
+        cursor = hive.connect(host="127.0.0.1", port=port, username="bi").cursor()
+        while not stop.is_set():
+            for mart in marts:
+                try:
+                    cursor.execute(figures_query(mart))
+                    polls.append((mart, tuple(cursor.fetchall()[0])))
+                except Exception as exc:  # noqa: BLE001 - every failure is counted
+                    polls.append((mart, f"error: {exc}"))
+
+    clients = [threading.Thread(target=poll) for _ in range(2)]
+    for client in clients:
+        client.start()
+    try:
+        dbt(
+            "run", "--target", "thrift", "--select", "+fct_subtask_seconds", "dim_vertices",
+            lake=lake, TIDEMARK_THRIFT_PORT=str(port),
+        ).check()  # fmt: skip
+    finally:
+        stop.set()
+        for client in clients:
+            client.join()
+    after = {m: _query(port, figures_query(m))[0] for m in marts}
+    assert after["fct_subtask_seconds"] != before["fct_subtask_seconds"]  # the late job's rows
+    assert after["dim_vertices"] == before["dim_vertices"]  # rebuilt, the same rows
+    assert len(polls) > 20
+    wrong = [(m, a) for m, a in polls if a not in (before[m], after[m])]
+    assert not wrong, wrong[:5]
 
     process.terminate()
     assert process.wait(timeout=60) == 0

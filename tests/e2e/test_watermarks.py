@@ -82,7 +82,9 @@ def idle_source(demo_lake: DemoLake) -> dict:
     lake = demo_lake.lake
 
     def rows(name: str) -> list[dict]:
-        return warehouse_rows(lake, "tidemark", name, job_id=manifest["job_id"])
+        return warehouse_rows(
+            lake, "tidemark", name, job_id=manifest["job_id"], warm=demo_lake.warm
+        )
 
     return {
         "lake": lake,
