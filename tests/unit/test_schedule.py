@@ -133,3 +133,23 @@ def test_run_refuses_bad_timing_before_starting_spark(
     assert main(["--lake", str(tmp_path / "lake"), "run", str(tmp_path), *option]) == 1
     assert f"tidemark run: error: {message}" in capsys.readouterr().err
     assert not (tmp_path / "lake" / "metastore").exists()  # Spark never started
+
+
+def test_run_serve_refuses_an_open_address_or_a_taken_port_before_starting_spark(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`tidemark run --serve` has `tidemark serve`'s rules (contract §7), checked before Spark."""
+    import socket
+
+    from tidemark.cli import main
+
+    lake = ["--lake", str(tmp_path / "lake")]
+    assert main([*lake, "run", str(tmp_path), "--serve", "--host", "0.0.0.0"]) == 1
+    assert "refusing to listen on 0.0.0.0 without authentication" in capsys.readouterr().err
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main([*lake, "run", str(tmp_path), "--serve", "--port", str(port)]) == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
+    assert not (tmp_path / "lake" / "metastore").exists()  # Spark never started
