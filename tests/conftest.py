@@ -121,6 +121,7 @@ GROUPS = {
             "pipeline",
             "report",
             "watermarks",
+            "health",
         )
     ),
     "spark": ("tests/spark/",),
