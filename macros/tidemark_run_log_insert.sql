@@ -37,16 +37,16 @@
     {%- for name, type in columns -%}
         {%- do definitions.append(name ~ ' ' ~ type) -%}
     {%- endfor -%}
-    {%- if not adapter.get_relation(database=none, schema='tidemark', identifier='run_log') -%}
-        {#- (`create database if not exists` of an existing one has Hive log an error.) -#}
-        {%- if run_query("show databases like 'tidemark'").rows | length == 0 -%}
-            {%- do run_query('create database tidemark') -%}
-        {%- endif -%}
-        {%- do run_query(
-            'create table if not exists tidemark.run_log (' ~ definitions | join(', ')
-            ~ ') using parquet partitioned by (cycle_date)'
-        ) -%}
+    {#- Two metastore calls, no listing of the schema's tables (adapter.get_relation outside a
+        run lists them all); `create database if not exists` of an existing one has Hive log an
+        error with its stack. -#}
+    {%- if run_query("show databases like 'tidemark'").rows | length == 0 -%}
+        {%- do run_query('create database tidemark') -%}
     {%- endif -%}
+    {%- do run_query(
+        'create table if not exists tidemark.run_log (' ~ definitions | join(', ')
+        ~ ') using parquet partitioned by (cycle_date)'
+    ) -%}
 
     {#- A new day: compact the day before it, drop the days past the retention. -#}
     {%- set days = [] -%}

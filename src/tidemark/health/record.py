@@ -78,6 +78,7 @@ class RunRecorder:
 
     def record(self, cycle: Cycle) -> bool:
         """Append ``cycle`` with the lake's figures; False (and a log line) when it could not."""
+        started = time.perf_counter()
         try:
             landed = landed_newest(self.lake)
             jobs = active_jobs(landed)
@@ -88,6 +89,7 @@ class RunRecorder:
             if due:
                 self._bytes_at = now
             rows = run_log_rows(cycle, freshness(landed, newest, jobs), disk)
+            read_s = time.perf_counter() - started
             done = self._dbt(
                 [
                     "run-operation",
@@ -106,4 +108,8 @@ class RunRecorder:
                 one_line(str(exc)) or type(exc).__name__,
             )
             return False
+        log.debug(
+            "tidemark run: recorded in tidemark.run_log in %.2f s (reading the lake %.3f s%s)",
+            time.perf_counter() - started, read_s, ", bytes on disk" if disk else "",
+        )  # fmt: skip
         return True
