@@ -5,9 +5,9 @@
     and sets TIDEMARK_RUN_LOG_RECORDER for its in-process builds, so this records nothing there.
 
     What it records (docs/decisions/0017-health.md): the cycle row, when the run started, its
-    seconds, ok or failed with the first failures' messages; and per job and mart of
-    tidemark.health.model.MARTS (a unit test holds the list equal) a freshness row:
-    `landed_ts_ms` is the job's newest ts_ms as the gauge plan last saw it
+    seconds, ok or failed with the first failures' messages; and, when the command ran a model,
+    a freshness row per job and mart of tidemark.health.model.MARTS (a unit test holds the list
+    equal): `landed_ts_ms` is the job's newest ts_ms as the gauge plan last saw it
     (int_timer_tasks_checkpointed.horizon_ms: O(tasks)), `newest_second_ms` the mart's newest
     second of the job among the partitions of the last `window_minutes` up to that ts_ms (NULL:
     nothing there, so the mart is at least that far behind, or has no row of the job). Each mart
@@ -54,7 +54,9 @@
         database=none, schema='tidemark_intermediate', identifier='int_timer_tasks_checkpointed'
     ) -%}
     {%- set landed = {} -%}
-    {%- if plan -%}
+    {#- Freshness only after a command that ran a model: a run of tests alone changed none. -#}
+    {%- set models = results | selectattr('node.resource_type', 'equalto', 'model') | list -%}
+    {%- if plan and models -%}
         {%- set found = run_query(
             "select concat('#', job_id) as job_key, max(horizon_ms) as landed_ts_ms from " ~ plan
             ~ ' group by job_id order by landed_ts_ms desc, job_id limit 50'

@@ -89,7 +89,7 @@ def test_status_matches_plain_sql_while_another_process_holds_the_lake(
     # from their latest partitions; read as a BI tool reads the table.
     (latest,) = warm.sql_rows(
         "select max(unix_millis(cycle_started_at)) as at_ms from tidemark.run_log "
-        "where recorded_by = 'dbt build' and row_kind = 'cycle' and outcome = 'ok'"
+        "where recorded_by = 'dbt build' and row_kind = 'freshness'"
     )
     hook = warm.sql_rows(
         "select job_id, mart_name, landed_ts_ms, newest_second_ms, lag_s from tidemark.run_log "
