@@ -302,10 +302,36 @@ def test_a_marts_newest_second_comes_from_the_jobs_newest_partition(lake: Lake) 
     _parquet(_partition(lake, mart, "old", "2023-01-01 00%3A00%3A00", 0), "second_start_ms", [1])
     watermarks = _partition(lake, "fct_watermark_seconds", "a", "2024-01-01 01%3A00%3A00", 0)
     (watermarks.parents[2] / "_delta_log").mkdir()
-    newest, notes = read.marts_newest(lake, ["a", "b/c"])
+    newest, notes = read.marts_newest(lake, {"a": 3_700_000}, ["a", "b/c"])
     assert newest[mart] == {"a": 3_659_000, "b/c": 5_000}  # "old" not asked for
     assert "tidemark.fct_vertex_seconds is not built yet" in notes
     assert any("fct_watermark_seconds is a Delta table" in n for n in notes)
+
+
+def test_the_newest_partition_is_looked_up_back_from_the_landed_hour_not_listed(
+    lake: Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mart = "fct_subtask_seconds"
+    for hour in range(30):  # a day and more of history, the newest partition 2 hours back
+        name = read.hour_folder(hour * 3_600_000).removeprefix("hour_at=")
+        _parquet(_partition(lake, mart, "a", name, 50), "second_start_ms", [hour * 3_600_000])
+    assert read.hour_folder(0) == "hour_at=1970-01-01 00%3A00%3A00"  # as Spark names it
+    job = read.marts_root(lake) / mart / "job_id=a"
+    listed: list[str] = []
+    partitions = read._partitions
+
+    def listing(folder: Path, column: str):
+        listed.append(column)
+        return partitions(folder, column)
+
+    monkeypatch.setattr(read, "_partitions", listing)
+    assert read.newest_in_job(job, "second_start_ms", 31 * 3_600_000 + 5) == 29 * 3_600_000
+    assert "hour_at" not in listed
+    # further back than the probe: the hours are listed
+    assert read.newest_in_job(job, "second_start_ms", 31 * 3_600_000, probe_hours=2) == (
+        29 * 3_600_000
+    )
+    assert "hour_at" in listed
 
 
 def test_bytes_on_disk_add_up_by_area(lake: Lake) -> None:

@@ -9,8 +9,9 @@ starting. Each figure costs what is new or what is small, not the lake's history
   commit's files are read only when the log's statistics do not settle it (a file with one job
   has that job's newest ts_ms in its ``maxValues``); a commit that removes data (not a
   compaction) or a log cleaned up past the saved version means one read of the whole snapshot;
-- a mart's newest second of a job: the directories of its newest partition (``job_id``,
-  ``hour_at``, ``minute_slice``: a listing of the job's hours, then a few parquet footers);
+- a mart's newest second of a job: its newest partition (``job_id``, ``hour_at``,
+  ``minute_slice``), looked up by name from the hour of the job's newest landed event back
+  (a mart never runs ahead of what landed), then a few parquet footers;
 - bytes on disk: a walk of the lake's files (its cost follows the number of files; ``tidemark
   run`` measures it once per ``BYTES_EVERY_S``);
 - the last cycles: the newest files of ``tidemark.run_log`` (one per cycle until its day is
@@ -43,6 +44,9 @@ from tidemark.lake import Lake
 log = logging.getLogger(__name__)
 
 STATE_LAYOUT = 1
+# How many hours back from a job's newest landed event a mart's newest partition is looked up by
+# name before its hour folders are listed.
+PROBE_HOURS = 48
 # Longer job ids are truncated in a Delta log's statistics (delta-rs keeps 64 characters).
 _STATS_PREFIX = 64
 
@@ -285,25 +289,55 @@ def column_max(path: Path, column: str) -> int | None:
     return best
 
 
-def newest_in_job(job_folder: Path, column: str) -> int | None:
-    """The largest ``column`` in a job's newest partition that holds a data file."""
-    hours = sorted(_partitions(job_folder, "hour_at"), reverse=True)
-    for _, hour in hours:
-        slices = []
-        for value, folder in _partitions(hour, "minute_slice"):
-            if value.lstrip("-").isdigit():
-                slices.append((int(value), folder))
-        for _, folder in sorted(slices, reverse=True):
-            values = [column_max(path, column) for path in _data_files(folder)]
-            present = [v for v in values if v is not None]
-            if present:
-                return max(present)
+def _newest_in_hour(hour: Path, column: str) -> int | None:
+    """The largest ``column`` in the newest slice of an hour folder that holds a data file."""
+    slices = []
+    for value, folder in _partitions(hour, "minute_slice"):
+        if value.lstrip("-").isdigit():
+            slices.append((int(value), folder))
+    for _, folder in sorted(slices, reverse=True):
+        present = [v for v in (column_max(p, column) for p in _data_files(folder)) if v is not None]
+        if present:
+            return max(present)
     return None
 
 
-def marts_newest(lake: Lake, jobs: Iterable[str]) -> tuple[dict[str, dict[str, int]], list[str]]:
-    """Per mart of MARTS, each job's newest time column value (of ``jobs`` only); and notes on
-    the marts that could not be read."""
+def hour_folder(hour_ms: int) -> str:
+    """The folder name Spark gives the ``hour_at`` partition of epoch milliseconds ``hour_ms``
+    (the timestamp in the session's UTC, ``:`` escaped)."""
+    at = dt.datetime.fromtimestamp(hour_ms / 1000, dt.UTC)
+    return "hour_at=" + at.strftime("%Y-%m-%d %H:%M:%S").replace(":", "%3A")
+
+
+def newest_in_job(
+    job_folder: Path, column: str, landed_ms: int | None = None, probe_hours: int = PROBE_HOURS
+) -> int | None:
+    """The largest ``column`` in a job's newest partition that holds a data file.
+
+    A mart never runs ahead of what landed, so its newest partition is at or before the hour of
+    the job's newest landed ``landed_ms``: the hours from there back are looked up by name, at
+    most ``probe_hours`` of them (what it costs follows how far behind the mart is, not its
+    history). Past that, or without ``landed_ms``, the job's hour folders are listed."""
+    if landed_ms is not None:
+        hour = landed_ms - landed_ms % 3_600_000
+        for back in range(probe_hours):
+            folder = job_folder / hour_folder(hour - back * 3_600_000)
+            if folder.is_dir():
+                value = _newest_in_hour(folder, column)
+                if value is not None:
+                    return value
+    for _, folder in sorted(_partitions(job_folder, "hour_at"), reverse=True):
+        value = _newest_in_hour(folder, column)
+        if value is not None:
+            return value
+    return None
+
+
+def marts_newest(
+    lake: Lake, landed: Mapping[str, int], jobs: Iterable[str]
+) -> tuple[dict[str, dict[str, int]], list[str]]:
+    """Per mart of MARTS, each job's newest time column value (of ``jobs`` only, ``landed``
+    their newest landed ts_ms); and notes on the marts that could not be read."""
     wanted = set(jobs)
     newest: dict[str, dict[str, int]] = {}
     notes: list[str] = []
@@ -320,7 +354,7 @@ def marts_newest(lake: Lake, jobs: Iterable[str]) -> tuple[dict[str, dict[str, i
                 found = {}
                 for job, folder in _partitions(table, "job_id"):
                     if job in wanted:
-                        value = newest_in_job(folder, column)
+                        value = newest_in_job(folder, column, landed.get(job))
                         if value is not None:
                             found[job] = value
                 newest[mart] = found
@@ -461,7 +495,7 @@ def read_status(lake: Lake, count: int) -> Status:
         jobs = active_jobs(landed)
         if not jobs:
             notes.append("bronze holds no timer or watermark event yet")
-        newest, missing = marts_newest(lake, jobs)
+        newest, missing = marts_newest(lake, landed, jobs)
         notes += missing
         fresh = freshness(landed, newest, jobs)
     except Exception as exc:

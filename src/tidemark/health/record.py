@@ -82,7 +82,7 @@ class RunRecorder:
         try:
             landed = landed_newest(self.lake)
             jobs = active_jobs(landed)
-            newest, _ = marts_newest(self.lake, jobs)
+            newest, _ = marts_newest(self.lake, landed, jobs)
             now = self._clock()
             due = self._bytes_at is None or now - self._bytes_at >= self._bytes_every_s
             disk = disk_usage(self.lake) if due else None
