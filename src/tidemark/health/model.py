@@ -35,7 +35,6 @@ MARTS: dict[str, str] = {
 LANDED_TABLES = ("timer_events", "watermark_events")
 
 OUTCOMES = ("ok", "failed", "nothing new")
-ROW_KINDS = ("cycle", "freshness")
 
 # tidemark.run_log's columns, in table order (the partition column last), with Spark SQL types.
 # macros/tidemark_run_log_insert.sql creates the table with the same list (a unit test holds
@@ -60,7 +59,6 @@ RUN_LOG_COLUMNS: tuple[tuple[str, str], ...] = (
     ("lake_bytes", "bigint"),
     ("cycle_date", "date"),
 )
-RUN_LOG = "tidemark.run_log"
 # How many days of cycles the table keeps (TIDEMARK_RUN_LOG_DAYS); the writer drops older days.
 RETENTION_DAYS = 14
 # At most this many jobs are reported per cycle: the ones with the newest landed events. A lake
