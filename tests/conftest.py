@@ -121,6 +121,7 @@ GROUPS = {
             "pipeline",
             "report",
             "watermarks",
+            "health",
             # Last: its Thrift server stops the lake's warm worker (Derby admits one process).
             "metric_views",
         )

@@ -106,6 +106,15 @@ def _parser() -> argparse.ArgumentParser:
         help="also serve the Thrift (HiveServer2) endpoint for BI tools from the same session",
     )
     _server_options(run)
+    status = commands.add_parser(
+        "status",
+        help="tidemark's own health: the last cycles, each mart's newest second per job against "
+        "the newest landed event, bytes on disk (read from the lake's files, without Spark)",
+    )
+    status.add_argument(
+        "--cycles", type=int, default=10, metavar="N", help="how many cycles to show (default 10)"
+    )
+    status.add_argument("--format", choices=("table", "csv", "jsonl"), default="table")
     archive = commands.add_parser(
         "jvm-archive",
         help="write the archive of Spark's classes that halves each later command's JVM start",
@@ -247,6 +256,7 @@ def _run(args: argparse.Namespace) -> int:
     import shlex
     import threading
 
+    from tidemark.health.record import RunRecorder
     from tidemark.schedule import WarmCycle, build_args, run_every
     from tidemark.serve import ThriftServer, check_options, listening, stop_on_signals
 
@@ -272,11 +282,28 @@ def _run(args: argparse.Namespace) -> int:
             print(f"tidemark run: cycle {number}: {result.describe()}{late}", flush=True)
 
         cycles = 1 if args.once else args.cycles
-        return run_every(args.every, cycle, stop, report, max_cycles=cycles)
+        recorded = RunRecorder(lake, cycle.dbt).wrap(cycle)  # each cycle into tidemark.run_log
+        return run_every(args.every, recorded, stop, report, max_cycles=cycles)
     finally:
         if server is not None:
             print("tidemark run: stopping the server", flush=True)
             server.stop()
+
+
+def _status(args: argparse.Namespace) -> int:
+    from tidemark.health.model import status_sections, write_sections
+    from tidemark.health.read import read_status
+    from tidemark.sql import write_rows
+
+    if args.cycles < 1:
+        raise ValueError(f"--cycles must be 1 or more, got {args.cycles}")
+    lake = _lake(args)
+    if not lake.root.is_dir():
+        raise FileNotFoundError(f"no lake at {lake.root}: set TIDEMARK_LAKE or --lake")
+    found = read_status(lake, args.cycles)
+    sections = status_sections(found.cycles, found.freshness, found.disk, found.paths)
+    write_sections(sections, found.notes, args.format, write_rows, sys.stdout, sys.stderr)
+    return 0
 
 
 def parse_time_ms(text: str | None) -> int | None:
@@ -328,6 +355,7 @@ _COMMANDS = {
     "sql": _sql,
     "serve": _serve,
     "run": _run,
+    "status": _status,
     "report": _report,
     "jvm-archive": _jvm_archive,
 }

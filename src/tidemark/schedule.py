@@ -13,12 +13,14 @@ without Spark; `WarmCycle` is the thin part that talks to Spark, ingest and dbt.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tidemark.health.model import RECORDER_ENV
 from tidemark.lake import Lake
 
 log = logging.getLogger("tidemark.run")
@@ -105,6 +107,9 @@ class WarmCycle:
         self.tests_every = tests_every
         self.dbt_args = build_args(1, tests_every, dbt_args)
         self._builds = 0
+        # Its builds are parts of cycles, which tidemark run records whole (tidemark.health):
+        # the on-run-end hook that records other builds leaves them alone.
+        os.environ[RECORDER_ENV] = "tidemark run"
         self.spark = spark_session(lake)
         # The project is parsed once, with the options that shape parsing (vars, target).
         parsed = dbtRunner().invoke(["parse", *_parse_options(self.dbt_args)])
@@ -141,9 +146,22 @@ class WarmCycle:
         built = self.dbt(build_args(self._builds, self.tests_every, self.extra_args))
         self._built_once = self._built_once or built.success
         if not built.success:
-            detail = "; ".join(filter(None, [detail, f"dbt build failed: {built.exception or ''}"]))
+            detail = "; ".join(filter(None, [detail, f"dbt build failed: {_failures(built)}"]))
         ok = built.success and not (missing or errors)
         return CycleResult(landed, ingest_s, time.perf_counter() - began, ok, detail.strip("; "))
+
+
+def _failures(built) -> str:
+    """What failed in a dbt invocation: its exception, else the first failed nodes' messages."""
+    if built.exception is not None:
+        return str(built.exception)
+    failed = [
+        f"{result.node.name}: {' '.join(str(result.message or result.status).split())}"
+        for result in getattr(built.result, "results", None) or []
+        if str(result.status) in ("error", "fail", "runtime error")
+    ]
+    more = f" (and {len(failed) - 3} more)" if len(failed) > 3 else ""
+    return "; ".join(failed[:3]) + more
 
 
 def _parse_options(args: Sequence[str]) -> list[str]:

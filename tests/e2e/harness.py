@@ -185,10 +185,12 @@ def warehouse_tables(
     lake: Lake, schema: str = "tidemark", ignore: dict[str, set[str]] | None = None
 ) -> dict[str, list[tuple]]:
     """Every table of `schema` in the lake's warehouse: its columns, then its rows as sorted
-    tuples of column values (floats to 1e-6), without the columns ``ignore`` names per table."""
+    tuples of column values (floats to 1e-6), without the columns ``ignore`` names per table.
+    Not ``run_log``: tidemark's record of its own runs (when and how long), no mart."""
     folder = lake.warehouse / f"{schema}.db"
     tables = {}
-    for path in sorted(p for p in folder.iterdir() if p.is_dir()) if folder.exists() else []:
+    found = sorted(p for p in folder.iterdir() if p.is_dir()) if folder.exists() else []
+    for path in (p for p in found if p.name != "run_log"):
         table = _dataset(lake, schema, path.name).to_table()
         columns = sorted(set(table.column_names) - (ignore or {}).get(path.name, set()))
         rows = [tuple(_canonical(row[c]) for c in columns) for row in table.to_pylist()]

@@ -79,6 +79,11 @@ def test_bi_clients_dbt_and_shutdown(server, tmp_path: Path, lake: Lake) -> None
     )
     for mart in marts:  # every mart answers a BI tool's query
         _query(port, f"select * from tidemark.{mart} limit 5")
+    # tidemark's own health with cron's builds over the server: the run's on-run-end hook
+    # recorded it, and `tidemark status` reads it while the server holds the lake.
+    recorded = "select recorded_by, outcome from tidemark.run_log where row_kind = 'cycle'"
+    assert _query(port, recorded) == [("dbt run", "ok")]
+    assert "| dbt run     | ok      |" in tidemark("status", lake=lake).check().stdout
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         counts = list(
