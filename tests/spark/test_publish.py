@@ -186,3 +186,31 @@ def test_a_procedure_that_does_not_compile_says_where(
     with pytest.raises(SparkSetupError, match=r"did not compile: File '.*Broken\.java', Line 2"):
         procedures.procedures_jar()
     assert not list((tmp_path / "cache").glob("*"))
+
+
+def test_each_jobs_newest_partition_is_noted_for_status(spark, schemas) -> None:
+    """`tidemark status` reads a published mart's newest rows from files: the publish notes each
+    job's newest partition and its folder (src/tidemark/health/read.py reads the note)."""
+    from tidemark.health.read import published_newest
+
+    table, stage = schemas
+    spark.sql(f"create table {table} using parquet partitioned by (job_id, slice) as "
+              "select 1L as v, 'a' as job_id, 3 as slice union all select 1, 'b', 1")  # fmt: skip
+    home = _home(spark, table)
+    assert published_newest(home) is None  # built, never published: its folder says it all
+
+    # A late row of job a, slice 1: slice 3 stays a's newest, in the folder it was built in.
+    spark.sql(f"drop table if exists {stage}")
+    location = home / "_tidemark_versions" / "v1"
+    spark.sql(f"create table {stage} using parquet partitioned by (job_id, slice) "
+              f"location '{location}' as select 2L as v, 'a' as job_id, 1 as slice")  # fmt: skip
+    _publish(spark, table, stage, replace_all=False)
+    assert published_newest(home) == {"a": home / "job_id=a" / "slice=3",
+                                      "b": home / "job_id=b" / "slice=1"}  # fmt: skip
+
+    spark.sql(f"drop table if exists {stage}")
+    location = home / "_tidemark_versions" / "v2"
+    spark.sql(f"create table {stage} using parquet partitioned by (job_id, slice) "
+              f"location '{location}' as select 3L as v, 'b' as job_id, 2 as slice")  # fmt: skip
+    _publish(spark, table, stage, replace_all=False)
+    assert published_newest(home)["b"] == location / "job_id=b" / "slice=2"

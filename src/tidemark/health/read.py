@@ -351,18 +351,42 @@ def marts_newest(
             continue
         for attempt in range(3):  # a partition rewritten while it is read: look again
             try:
+                published = published_newest(table)
                 found = {}
-                for job, folder in _partitions(table, "job_id"):
-                    if job in wanted:
-                        value = newest_in_job(folder, column, landed.get(job))
-                        if value is not None:
-                            found[job] = value
+                if published is not None:
+                    for job, folder in published.items():
+                        values = [column_max(f, column) for f in _data_files(folder)]
+                        if job in wanted and any(v is not None for v in values):
+                            found[job] = max(v for v in values if v is not None)
+                else:
+                    for job, folder in _partitions(table, "job_id"):
+                        if job in wanted:
+                            value = newest_in_job(folder, column, landed.get(job))
+                            if value is not None:
+                                found[job] = value
                 newest[mart] = found
                 break
             except FileNotFoundError:
                 if attempt == 2:
                     notes.append(f"tidemark.{mart} kept changing while it was read")
     return newest, notes
+
+
+def published_newest(table: Path) -> dict[str, Path] | None:
+    """Per job, the folder of its newest partition, as the last publish into the mart noted it
+    (``_tidemark_versions/_newest.tsv``, docs/decisions/0015-consistent-reads.md); None for a
+    mart no build published into, whose own folder holds its partitions."""
+    from urllib.parse import urlparse
+
+    noted = table / "_tidemark_versions" / "_newest.tsv"
+    if not noted.is_file():
+        return None
+    newest = {}
+    for line in noted.read_text().splitlines():
+        fields = line.split("\t")
+        if len(fields) == 3 and fields[0].startswith("job_id="):
+            newest[unquote(fields[0][len("job_id=") :])] = Path(unquote(urlparse(fields[2]).path))
+    return newest
 
 
 # -- bytes on disk --------------------------------------------------------------------------

@@ -92,8 +92,8 @@ public class Publish implements UnboundProcedure, BoundProcedure {
         SessionCatalog session = spark.sessionState().catalog();
         ExternalCatalog catalog =
             ((ExternalCatalogWithListener) spark.sharedState().externalCatalog()).unwrapped();
-        String db = target.database().get().toString();
-        String table = target.table();
+        final String db = target.database().get().toString();
+        final String table = target.table();
         String stageDb = stage.database().get().toString();
         CatalogTable targetMeta = catalog.getTable(db, table);
         CatalogTable stageMeta = catalog.getTable(stageDb, stage.table());
@@ -106,7 +106,20 @@ public class Publish implements UnboundProcedure, BoundProcedure {
             spark.sql("ALTER TABLE " + target.quotedString() + " SET LOCATION '"
                 + stageMeta.location().toString().replace("'", "\\'") + "'");
         } else {
-            swapPartitions(catalog, db, table, stageDb, stage.table(), replaceAll, replaced);
+            List published = swapPartitions(
+                catalog, db, table, stageDb, stage.table(), replaceAll, replaced);
+            final ExternalCatalog all = catalog;
+            try {
+                Newest.update(home, conf, Procedures.list(targetMeta.partitionColumnNames()),
+                    published, replaceAll, new java.util.concurrent.Callable() {
+                        public Object call() {
+                            return Procedures.list(
+                                all.listPartitions(db, table, scala.Option.empty()));
+                        }
+                    });
+            } catch (Exception e) {
+                throw new IOException("tidemark: could not note the newest partitions: " + e, e);
+            }
         }
         catalog.dropTable(stageDb, stage.table(), false, false);
         session.refreshTable(target);
@@ -114,8 +127,11 @@ public class Publish implements UnboundProcedure, BoundProcedure {
         Replaced.collect(home, conf, keepMs);
     }
 
-    /** The stage's partitions replace the target's, in one critical section of the catalog. */
-    static void swapPartitions(
+    /**
+     * The stage's partitions replace the target's, in one critical section of the catalog;
+     * returns them.
+     */
+    static List swapPartitions(
             ExternalCatalog catalog, String db, String table, String stageDb, String stage,
             boolean replaceAll, List replaced) {
         List staged = Procedures.list(catalog.listPartitions(stageDb, stage, scala.Option.empty()));
@@ -160,6 +176,7 @@ public class Publish implements UnboundProcedure, BoundProcedure {
                 catalog.dropPartitions(db, table, Procedures.seq(drop), false, false, true);
             }
         }
+        return staged;
     }
 
     /** A stage of another shape would be read with the target's schema: refuse it. */
