@@ -184,7 +184,8 @@ def spark_session(lake: Lake | None = None, extra_conf: dict[str, str] | None = 
         folder.mkdir(parents=True, exist_ok=True)
     builder = SparkSession.builder.enableHiveSupport()
     conf = {**spark_conf(lake), **(extra_conf or {})}
-    conf["spark.jars"] = with_jar(conf.get("spark.jars") or defaults_jars(), procedures_jar(java))
+    jar = procedures_jar(java)
+    conf["spark.jars"] = with_jar(conf.get("spark.jars") or defaults_jars(), jar)
     for key, value in conf.items():
         builder = builder.config(key, value)
     try:
@@ -197,6 +198,11 @@ def spark_session(lake: Lake | None = None, extra_conf: dict[str, str] | None = 
             f"{jvm_options()!r} (TIDEMARK_JAVA_OPTIONS) and TIDEMARK_DRIVER_MEMORY"
         ) from exc
     spark.sparkContext.setLogLevel(os.environ.get("TIDEMARK_SPARK_LOG_LEVEL", "WARN"))
+    # spark.jars reaches the driver's own threads; the Thrift server's run each statement with
+    # the session's class loader, which must find the procedures too.
+    jvm = spark.sparkContext._jvm
+    loader = spark._jsparkSession.sharedState().jarClassLoader()
+    loader.addURL(jvm.java.io.File(str(jar)).toURI().toURL())
     # PySpark logs every failed statement's whole JVM plan and stack as JSON before raising it;
     # the exception itself (what dbt and the CLI show) says what went wrong.
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
