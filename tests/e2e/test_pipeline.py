@@ -289,6 +289,10 @@ def _undocumented(target: Path) -> list[str]:
     """Models, and columns of their YAML or of the built tables, that have no description."""
     manifest = json.loads((target / "manifest.json").read_text())
     catalog = json.loads((target / "catalog.json").read_text())
+    # A metric view's columns are the semantic layer's metrics and dimensions, described there.
+    semantic = {m["name"] for m in manifest["metrics"].values() if m["description"].strip()}
+    for model in manifest["semantic_models"].values():
+        semantic |= {d["name"] for d in model["dimensions"] if (d["description"] or "").strip()}
     missing = []
     for key, node in manifest["nodes"].items():
         if node["resource_type"] != "model" or node["package_name"] != "tidemark":
@@ -296,10 +300,9 @@ def _undocumented(target: Path) -> list[str]:
         if not node["description"].strip():
             missing.append(node["name"])
         described = {n for n, c in node["columns"].items() if c["description"].strip()}
-        # A generated view (the metric views) documents its columns in the warehouse itself.
-        built_columns = catalog["nodes"].get(key, {}).get("columns", {})
-        described |= {n for n, c in built_columns.items() if (c.get("comment") or "").strip()}
-        built = set(built_columns)
+        if node["config"]["materialized"] == "metric_view":  # generated from the semantic layer
+            described |= semantic
+        built = set(catalog["nodes"].get(key, {}).get("columns", {}))
         columns = built | set(node["columns"])
         missing += [f"{node['name']}.{c}" for c in sorted(columns - described)]
     return missing

@@ -12,7 +12,7 @@ import pytest
 
 pytestmark = pytest.mark.spark
 
-PARTITIONS = 24
+PARTITIONS = 16
 
 
 def _home(spark, table: str) -> Path:
@@ -159,7 +159,7 @@ def test_a_query_sees_every_partition_before_or_every_one_after(spark, schemas) 
     for reader in readers:
         reader.start()
     try:
-        for n in range(1, 6):
+        for n in range(1, 4):
             _stage(spark, table, stage, f"v{n}", version(n))
             _publish(spark, table, stage, replace_all=False)
     finally:
