@@ -11,11 +11,9 @@ import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.TableIdentifier;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.connector.catalog.ProcedureCatalog;
-import org.apache.spark.sql.connector.catalog.procedures.BoundProcedure;
-import org.apache.spark.sql.connector.catalog.procedures.ProcedureParameter;
 import org.apache.spark.sql.connector.catalog.procedures.UnboundProcedure;
+import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
-import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
@@ -93,28 +91,11 @@ public class Procedures implements ProcedureCatalog {
      * folder is listed with the target's replaced ones, its definition dropped. Nothing when
      * there is no such stage.
      */
-    public static class Discard implements UnboundProcedure, BoundProcedure {
-        public String name() {
-            return "discard";
-        }
-
-        public String description() {
-            return "drop a stage table left by a build that did not publish it";
-        }
-
-        public BoundProcedure bind(StructType inputType) {
-            return this;
-        }
-
-        public ProcedureParameter[] parameters() {
-            return new ProcedureParameter[] {
-                ProcedureParameter.in("target", DataTypes.StringType).build(),
-                ProcedureParameter.in("stage", DataTypes.StringType).build(),
-            };
-        }
-
-        public boolean isDeterministic() {
-            return false;
+    public static class Discard extends Procedure {
+        public Discard() {
+            super("discard", "drop a stage table left by a build that did not publish it",
+                new String[] {"target", "stage"},
+                new DataType[] {DataTypes.StringType, DataTypes.StringType});
         }
 
         public Iterator call(InternalRow input) {
@@ -143,27 +124,10 @@ public class Procedures implements ProcedureCatalog {
      * {@code drop_table(target)}: drops a table and deletes its default location, older
      * versions included (a table whose columns changed is rebuilt from scratch, not published).
      */
-    public static class DropTable implements UnboundProcedure, BoundProcedure {
-        public String name() {
-            return "drop_table";
-        }
-
-        public String description() {
-            return "drop a table and every version of its files";
-        }
-
-        public BoundProcedure bind(StructType inputType) {
-            return this;
-        }
-
-        public ProcedureParameter[] parameters() {
-            return new ProcedureParameter[] {
-                ProcedureParameter.in("target", DataTypes.StringType).build(),
-            };
-        }
-
-        public boolean isDeterministic() {
-            return false;
+    public static class DropTable extends Procedure {
+        public DropTable() {
+            super("drop_table", "drop a table and every version of its files",
+                new String[] {"target"}, new DataType[] {DataTypes.StringType});
         }
 
         public Iterator call(InternalRow input) {
