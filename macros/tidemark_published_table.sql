@@ -11,7 +11,7 @@
             {% do adapter.drop_relation(existing) %}
         {%- endif -%}
         {%- call statement('main') -%}
-            {{ create_table_as(False, this, compiled_code) }}
+            {{ create_table_as(False, this, tidemark_one_file_per_partition(compiled_code)) }}
         {%- endcall -%}
     {%- else -%}
         {% do tidemark_publish(this, compiled_code, replace_all=replace_all) %}

@@ -115,7 +115,8 @@ class IngestBusy(Exception):
 
 
 @contextmanager
-def _ingest_lock(lake: Lake, wait: bool = True) -> Iterator[None]:
+def ingest_lock(lake: Lake, wait: bool = True) -> Iterator[None]:
+    """One writer of bronze at a time per lake: an ingest, or `tidemark maintain`."""
     lake.locks.mkdir(parents=True, exist_ok=True)
     with (lake.locks / "ingest.lock").open("w") as handle:
         try:
@@ -298,7 +299,7 @@ def ingest(
     progress = progress or Progress()
     report = IngestReport()
     targets = files.find_files(paths)
-    with _ingest_lock(lake):
+    with ingest_lock(lake):
         # What `tidemark maintain` expired: an older event is quarantined, not landed.
         expired = expired_before(lake)
         tables = ensure_tables(lake)

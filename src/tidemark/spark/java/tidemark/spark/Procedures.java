@@ -19,7 +19,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 /**
  * tidemark's stored procedures, a Spark catalog of procedures only ({@code
  * spark.sql.catalog.tidemark_system}, set by tidemark's session factory): {@code CALL
- * tidemark_system.marts.publish(...)}, {@code discard} and {@code drop_table}. The
+ * tidemark_system.marts.publish(...)}, {@code discard}, {@code expire} and {@code drop_table}. The
  * dbt materializations call them through SQL, so they work alike on the embedded session and
  * through the Thrift server (docs/decisions/0015-consistent-reads.md).
  */
@@ -38,6 +38,7 @@ public class Procedures implements ProcedureCatalog {
         return new Identifier[] {
             Identifier.of(new String[] {"marts"}, "publish"),
             Identifier.of(new String[] {"marts"}, "discard"),
+            Identifier.of(new String[] {"marts"}, "expire"),
             Identifier.of(new String[] {"marts"}, "drop_table"),
         };
     }
@@ -51,13 +52,16 @@ public class Procedures implements ProcedureCatalog {
             if (ident.name().equals("discard")) {
                 return new Discard();
             }
+            if (ident.name().equals("expire")) {
+                return new Expire();
+            }
             if (ident.name().equals("drop_table")) {
                 return new DropTable();
             }
         }
         throw new IllegalArgumentException(
-            "no tidemark procedure " + ident + ": there are marts.publish, marts.discard and "
-            + "marts.drop_table");
+            "no tidemark procedure " + ident + ": there are marts.publish, marts.discard, "
+            + "marts.expire and marts.drop_table");
     }
 
     static TableIdentifier identifier(SparkSession spark, String name) {
