@@ -188,7 +188,8 @@ def test_incremental_builds_equal_a_full_refresh(scenario: dict, tmp_path: Path)
     note(f"scenario: {scenario}")
     rng = random.Random(scenario["seed"])
     build_vars = [
-        *("--select", GAUGE_MODELS, "--exclude", "test_type:unit", "fct_capture_conformance", METRIC_VIEWS),
+        *("--select", GAUGE_MODELS),
+        *("--exclude", "test_type:unit", "fct_capture_conformance", METRIC_VIEWS),
         *("--vars", dbt_vars(scenario["vars"])),
     ]
 
