@@ -262,11 +262,28 @@ def warehouse_tables(
     live = _live_files(lake, schema, wanted)
     tables = {}
     for name in wanted:
+        left_out = (ignore or {}).get(name, set())
+        if live[name] == []:  # a build that published no row wrote no file: Spark has the columns
+            tables[name] = [tuple(sorted(set(_columns(lake, schema, name)) - left_out))]
+            continue
         table = _dataset(lake, schema, name, live[name]).to_table()
-        columns = sorted(set(table.column_names) - (ignore or {}).get(name, set()))
+        columns = sorted(set(table.column_names) - left_out)
         rows = [tuple(_canonical(row[c]) for c in columns) for row in table.to_pylist()]
         tables[name] = [tuple(columns), *sorted(rows, key=repr)]
     return tables
+
+
+def _columns(lake: Lake, schema: str, name: str) -> list[str]:
+    """A table's columns, partition columns included, as Spark describes them."""
+    query = f"describe table {schema}.{name}"
+    out = tidemark("sql", query, "--format", "jsonl", lake=lake).check().stdout
+    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    columns = []
+    for row in rows:
+        if not row["col_name"] or row["col_name"].startswith("#"):
+            break
+        columns.append(row["col_name"])
+    return columns
 
 
 def _canonical(value: object) -> object:
