@@ -88,7 +88,7 @@ def test_maintain_keeps_what_the_retention_says_and_builds_go_on(tmp_path: Path)
     got, want = (warehouse_tables(x, names=names) for x in (lake, full))
     for name in names:
         assert _retained(got[name], kept_from) == _retained(want[name], kept_from), name
-        assert len(_retained(got[name], kept_from)) > 4 * 3, name
+        assert len(_retained(got[name], kept_from)) >= 4 * 3, name  # days 3 to 5, 4 s each
 
 
 def _retained(rows: list[tuple], from_ms: int) -> list[tuple]:
