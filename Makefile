@@ -68,7 +68,7 @@ lint: install  ## ruff check and format check only
 format: install  ## apply ruff's formatting
 	$(BIN)/ruff format .
 
-bench: install  ## benchmarks: ingest, dbt build and the Spark floor on $(BENCH_EVENTS) events; the scheduled path and the service (run --serve); a 1,000-subtask job minute by minute (bench/scale.py); ten days under retention (bench/week.py); the capture (long)
+bench: install  ## benchmarks: ingest, dbt build and the Spark floor on $(BENCH_EVENTS) events; the scheduled path and the service (run --serve); a 1,000-subtask job minute by minute (bench/scale.py); nine days under retention (bench/week.py); the capture (long)
 	$(BIN)/python bench/run.py --events $(BENCH_EVENTS)
 	$(BIN)/python bench/warm.py --work bench-data/warm-$$(date +%s)
 	$(BIN)/python bench/serve.py --work bench-data/serve-$$(date +%s)

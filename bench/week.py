@@ -1,7 +1,7 @@
 """Benchmark of a lake that has run for days: disk per simulated day under retention, and a
 one-minute cycle on a week-old lake against the same cycle on a lake holding one hour (issue 44).
 
-    python bench/week.py --days 10 --minutes-per-day 30
+    python bench/week.py --days 9 --minutes-per-day 10
 
 How the week is filled fast: the generator simulates `--minutes-per-day` minutes of a job once
 (`backpressure`, `--parallelism`, files rolling every simulated minute, gzipped as the capture
@@ -284,8 +284,8 @@ def main() -> None:
     parser.add_argument(
         "--work", type=Path, default=Path("bench-data") / f"week-{int(time.time())}"
     )
-    parser.add_argument("--days", type=int, default=10)
-    parser.add_argument("--minutes-per-day", type=int, default=30)
+    parser.add_argument("--days", type=int, default=9)
+    parser.add_argument("--minutes-per-day", type=int, default=10)
     parser.add_argument("--new-minutes", type=int, default=3)
     parser.add_argument("--keep-days", type=int, default=7)
     parser.add_argument("--parallelism", default="1,1,1")
