@@ -1,15 +1,22 @@
-"""The live session: the test job on two Flink versions at once, captured, ingested, built.
+"""The live session: the test job on two Flink releases at once, captured, ingested, built.
 
 One session fixture does everything the live tests read, once, to stay within a few minutes on
 two cores:
 
-1. builds the job for Flink 1.20.5 and 2.2.0 and starts both at the same time, each with the
-   capture attached as contract §6 says and a capture folder of its own, and polls each one's
-   REST API about every second (tests/live/flink_job.py);
+1. builds the job for the oldest and the newest supported release (Flink 1.15.4 and 2.3.0;
+   ``TIDEMARK_LIVE_VERSIONS`` names others, as ``make test-live-all`` does two at a time) and
+   starts both at the same time, each with the capture attached as contract §6 says and a
+   capture folder of its own, and polls each one's REST API about every second
+   (tests/live/flink_job.py);
 2. while they write, runs ``tidemark ingest DIR_1 DIR_2`` into one fresh lake every
    ``ROTATION_EVERY_S`` seconds (the rotation test reads these runs), and once more at the end;
 3. runs one ``dbt build`` of what the tests read (no unit tests; data tests only where all their
-   parents are built).
+   parents are built), telling the gauge marts each job's release (var ``flink_release_by_job``).
+
+The tests put their counts (compared, matched, REST readings) into the session's figures, written
+at the end to ``figures.json`` in the session's folder and appended, one JSON line per release,
+to ``TIDEMARK_LIVE_FIGURES`` when set (``make test-live-all`` makes docs/flink-versions.md's
+table from them).
 
 Nothing is skipped: without Java, javac, Flink's jars or the capture jar the fixture fails with
 one line that says what is missing.
@@ -18,6 +25,7 @@ one line that says what is missing.
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +43,13 @@ from tests.live.flink_job import (
 )
 from tidemark.lake import Lake
 
-VERSIONS = ("1.20.5", "2.2.0")
+# The oldest and the newest release the capture supports: `make test-live`. `make test-live-all`
+# runs every release of docs/flink-versions.md, two at a time, through TIDEMARK_LIVE_VERSIONS.
+VERSIONS = tuple(
+    v.strip()
+    for v in os.environ.get("TIDEMARK_LIVE_VERSIONS", "1.15.4,2.3.0").split(",")
+    if v.strip()
+)
 ROTATION_EVERY_S = 4.0
 JOB_TIMEOUT_S = 150
 GAUGE_MART = "fct_subtask_flink_gauges"
@@ -142,7 +156,12 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> LiveSession:
     flink_s = time.monotonic() - began
     ingest(while_running=False)
     ingest_s = time.monotonic() - began - flink_s
-    build = dbt("build", *BUILD_SELECT, lake=lake)
+    # Each job's release decides the TimerGauge rules its gauge marts replay
+    # (docs/flink-versions.md).
+    releases = {run.job_id: version for version, run in finished.items()}
+    build = dbt(
+        "build", *BUILD_SELECT, "--vars", json.dumps({"flink_release_by_job": releases}), lake=lake
+    )
     session = LiveSession(lake, finished, ingests, build)
     session.seconds = {
         "flink_and_rotation": round(flink_s, 1),
@@ -153,3 +172,17 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> LiveSession:
     (work / "timings.json").write_text(json.dumps(session.seconds))
     print(f"\nlive session under {work}: {session.seconds}")
     return session
+
+
+@pytest.fixture(scope="session")
+def figures(live: LiveSession) -> dict[str, dict]:
+    """Per release, what the tests compared and matched; written when the session ends."""
+    found: dict[str, dict] = {v: {"version": v} for v in live.runs}
+    yield found
+    work = next(iter(live.runs.values())).run.work.parent
+    (work / "figures.json").write_text(json.dumps(found, indent=1))
+    target = os.environ.get("TIDEMARK_LIVE_FIGURES")
+    if target:
+        with open(target, "a") as out:
+            for entry in found.values():
+                out.write(json.dumps({**entry, "seconds": live.seconds}) + "\n")

@@ -2,11 +2,11 @@
 
 The job (tests/live/job/LiveJob.java) is compiled with ``javac`` against the jars that
 ``capture/flink-jars.sh VERSION`` installs from PyPI, once per version and source content, into
-``capture/build/live-job-VERSION/``. It runs with plain ``java -cp`` and serves Flink's REST API
-on 127.0.0.1. With a capture directory, tidemark's capture is attached exactly as contract §6
-says: the jar on the classpath with ``metrics.reporter.tidemark.*`` in the configuration (the job
-sets those from ``--capture-dir``), and ``-javaagent:tidemark-capture.jar=dir=DIR`` on the
-``java`` command.
+``capture/build/live-job-VERSION/``. It runs with plain ``java -cp`` on the Java the release
+supports (:func:`java_major`) and serves Flink's REST API on 127.0.0.1. With a capture
+directory, tidemark's capture is attached exactly as contract §6 says: the jar on the classpath
+with ``metrics.reporter.tidemark.*`` in the configuration (the job sets those from
+``--capture-dir``), and ``-javaagent:tidemark-capture.jar=dir=DIR`` on the ``java`` command.
 
 While the job runs, :class:`RestPoller` reads, about every second, Flink's own figures for every
 vertex and subtask: ``idleTimeMsPerSecond``, ``backPressuredTimeMsPerSecond`` and
@@ -65,6 +65,33 @@ def _tool(name: str) -> str:
             " (apt-get install openjdk-17-jdk-headless)"
         )
     return found
+
+
+def java_major(version: str) -> str:
+    """The Java a release runs on here: 11 for the 1.x line (1.15 to 1.17 support no newer), 17 for
+    2.x (this machine's JDK)."""
+    return "11" if version.startswith("1.") else "17"
+
+
+def java_for(version: str) -> str:
+    """The ``java`` for ``version``: the machine's for 17, else a runtime from PyPI
+    (capture/java-runtime.sh)."""
+    major = java_major(version)
+    if major == "17":
+        return _tool("java")
+    done = subprocess.run(
+        [str(ROOT / "capture" / "java-runtime.sh"), major],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    java = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    if done.returncode != 0 or not Path(java).is_file():
+        raise LiveSetupError(
+            f"a Java {major} runtime for Flink {version} could not be installed by"
+            " capture/java-runtime.sh: " + (done.stderr.strip().splitlines() or ["no output"])[-1]
+        )
+    return java
 
 
 def flink_lib(version: str) -> Path:
@@ -185,7 +212,7 @@ def start_job(
 
     With ``capture``, the capture writes into ``work/capture``, attached as contract §6 says.
     """
-    java = _tool("java")
+    java = java_for(version)
     classes = build_job(version)
     lib = flink_lib(version)
     work.mkdir(parents=True, exist_ok=True)

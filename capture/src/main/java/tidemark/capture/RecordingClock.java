@@ -23,7 +23,9 @@ import org.apache.flink.util.clock.Clock;
  * so a seq taken then is exact; its ts_ms is the start of the view updater's round it belongs to.
  */
 class RecordingClock extends Clock {
+    /** The view updater's thread: its own from 1.17 on; 1.15 and 1.16 run it on the registry's executor. */
     static final String VIEW_UPDATER_THREAD = "Flink-Metric-View-Updater";
+    static final String REGISTRY_THREAD = "Flink-MetricRegistry";
     static final long NONE = Long.MIN_VALUE;
     /** The agent's update counter in a TimerGauge without a slot ring (Flink 1.15, 1.16). */
     static final String UPDATE_COUNTER = "tidemark$updates";
@@ -123,7 +125,7 @@ class RecordingClock extends Clock {
         long now = delegate.absoluteTimeMillis();
         last = now;
         try {
-            if (!Thread.currentThread().getName().startsWith(VIEW_UPDATER_THREAD)) {
+            if (!onViewUpdater()) {
                 if (!listening) {
                     // inside markStart / markEnd, under the gauge's lock, before it changes anything
                     event(startField.getLong(gauge) == 0 ? 0 : 1);
@@ -144,6 +146,15 @@ class RecordingClock extends Clock {
             capture.failed(task, t);
         }
         return now;
+    }
+
+    /**
+     * Whether this thread is Flink's view updater. TimerGauge's markStart / markEnd run on task threads
+     * only, so any metric-registry thread reading a gauge's clock is in update().
+     */
+    static boolean onViewUpdater() {
+        String name = Thread.currentThread().getName();
+        return name.startsWith(VIEW_UPDATER_THREAD) || name.startsWith(REGISTRY_THREAD);
     }
 
     @Override
