@@ -24,7 +24,8 @@ JAR = BUILD / "tidemark-capture.jar"
 # One release of each TimerGauge / valve layout the jar handles (docs/flink-versions.md): 1.15 to
 # 1.16 (no slot ring, no StartStopListener, the valve's channels in an array), 1.17 to 1.18 (a ring,
 # no listener), 1.19 to 1.20 (a ring and listeners; the build's own release) and 2.x (the newest).
-# TIDEMARK_CAPTURE_VERSIONS (comma-separated) replaces them: `make test-live-all` runs every release.
+# TIDEMARK_CAPTURE_VERSIONS (comma-separated) replaces them: `make test-live-all` runs every
+# release.
 VERSIONS = tuple(
     v.strip()
     for v in os.environ.get("TIDEMARK_CAPTURE_VERSIONS", "1.15.4,1.17.2,1.20.5,2.3.0").split(",")
@@ -131,8 +132,9 @@ def test_timer_records_carry_the_gauges_own_readings(
 ) -> None:
     """T1-T3, T11, T14, V1-V4 on Flink's real TimerGauge: start/end ts_ms are the gauge's own clock
     readings, each update has the value the gauge published and sits between its neighbours in seq
-    order, double calls and operator-scope gauges give nothing. With listeners (1.19 on) and without
-    (starts and ends told by the clock readings); on 1.15 and 1.16 with the agent's update counter."""
+    order, double calls and operator-scope gauges give nothing. With listeners (1.19 on) and
+    without (starts and ends told by the clock readings); on 1.15 and 1.16 with the agent's update
+    counter."""
     agent = f"dir={tmp_path}" if needs_agent_for_updates(version) else None
     facts, _ = run_java(
         [str(built / "test-classes"), str(JAR), flink_dist(version)],
