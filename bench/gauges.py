@@ -110,6 +110,16 @@ class GaugeBench:
         )
 
 
+def generate_backpressure(out: Path, scale: int) -> Path:
+    """The `backpressure` scenario at `scale`, seed 7, written to `out` by `tidemark generate`."""
+    subprocess.run(
+        [str(Path(sys.executable).parent / "tidemark"), "generate", "--scenario", "backpressure",
+         "--seed", "7", "--scale", str(scale), "--out", str(out)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return out
+
+
 def fresh_work(parser: argparse.ArgumentParser, work: Path) -> Path:
     """``work``, resolved and created empty (else a usage error); the current directory becomes
     the repository root, where dbt reads the project and profiles.yml."""

@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.gauges import ROOT, _environment, fresh_work  # noqa: E402
+from bench.gauges import ROOT, _environment, fresh_work, generate_backpressure  # noqa: E402
 
 BIN = Path(sys.executable).parent
 # What a BI tool reads: the gauge, watermark, analysis, dimension and conformance marts.
@@ -286,12 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     work = fresh_work(parser, args.work)
-    events = work / "generated"
-    subprocess.run(
-        [str(BIN / "tidemark"), "generate", "--scenario", "backpressure", "--seed", "7",
-         "--scale", str(args.scale), "--out", str(events)],
-        check=True, capture_output=True,
-    )  # fmt: skip
+    events = generate_backpressure(work / "generated", args.scale)
     result = bench_serve(work, events, args.cycles)
     print(json.dumps(asdict(result), indent=2) if args.json else result.report())
     return 0 if not (result.errors or result.inconsistent) else 1

@@ -31,7 +31,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.gauges import ROOT, SMALL_LINES, _environment, fresh_work, split_events  # noqa: E402
+from bench.gauges import (  # noqa: E402
+    ROOT,
+    SMALL_LINES,
+    _environment,
+    fresh_work,
+    generate_backpressure,
+    split_events,
+)
 
 BIN = Path(sys.executable).parent
 
@@ -166,12 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     work = fresh_work(parser, args.work)
-    events = work / "generated"
-    subprocess.run(
-        [str(BIN / "tidemark"), "generate", "--scenario", "backpressure", "--seed", "7",
-         "--scale", str(args.scale), "--out", str(events)],
-        check=True, capture_output=True,
-    )  # fmt: skip
+    events = generate_backpressure(work / "generated", args.scale)
     result = bench_warm(work, events)
     print(json.dumps(asdict(result), indent=2) if args.json else result.report())
     return 0

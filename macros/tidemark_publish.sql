@@ -2,7 +2,8 @@
     Writes `sql`'s rows as a new version of `target` and publishes it in one metastore step
     (CALL tidemark_system.marts.publish, src/tidemark/spark/java/; docs/decisions/0015).
 
-    The rows are written to a stage table in `<schema>_publishing` (made by the project's
+    The rows are written, one file per partition (a mart never gathers small files), to a stage
+    table in `<schema>_publishing` (made by the project's
     on-run-start hook) whose files lie in a new
     folder below the target's own, `_tidemark_versions/<version>`. Then the stage's partitions
     replace the target's partitions of the same values (an incremental run); with `replace_all`
@@ -30,7 +31,7 @@
         using parquet
         {{ partition_cols(label='partitioned by') }}
         location '{{ home }}/_tidemark_versions/{{ version }}'
-        as {{ sql }}
+        as {{ tidemark_one_file_per_partition(sql) }}
     {%- endcall -%}
     {%- set emptied = config.get('emptied_partitions') -%}
     {%- if emptied and not replace_all -%}

@@ -8,19 +8,5 @@
     {%- if not tidemark_publishes() -%}
         {{ return(dbt.materialization_table_spark()) }}
     {%- endif -%}
-    {%- set existing = load_relation(this) -%}
-    {{ run_hooks(pre_hooks) }}
-    {%- if existing is none or existing.is_view -%}
-        {%- if existing is not none -%}
-            {% do adapter.drop_relation(existing) %}
-        {%- endif -%}
-        {%- call statement('main') -%}
-            {{ create_table_as(False, this, compiled_code) }}
-        {%- endcall -%}
-    {%- else -%}
-        {% do tidemark_publish(this, compiled_code, replace_all=true) %}
-    {%- endif -%}
-    {% do persist_docs(this, model) %}
-    {{ run_hooks(post_hooks) }}
-    {{ return({'relations': [this]}) }}
+    {{ return(tidemark_published_table(replace_all=true)) }}
 {%- endmaterialization %}

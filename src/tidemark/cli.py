@@ -28,6 +28,7 @@ def _parser() -> argparse.ArgumentParser:
         "ingest", help="land event files (or folders of them) in the bronze Delta tables"
     )
     ingest.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    _landed_option(ingest)
 
     generate = commands.add_parser("generate", help="write synthetic events for a scenario")
     generate.add_argument("--scenario", required=True)
@@ -100,6 +101,15 @@ def _parser() -> argparse.ArgumentParser:
         metavar="ARGS",
         help='more arguments for dbt build, one string, e.g. "--select +fct_subtask_seconds"',
     )
+    _landed_option(run)
+    run.add_argument(
+        "--maintain-every",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="also run tidemark maintain between cycles, at most this often (e.g. 3600)",
+    )
+    _retention_options(run)
     run.add_argument(
         "--serve",
         action="store_true",
@@ -115,6 +125,23 @@ def _parser() -> argparse.ArgumentParser:
         "--cycles", type=int, default=10, metavar="N", help="how many cycles to show (default 10)"
     )
     status.add_argument("--format", choices=("table", "csv", "jsonl"), default="table")
+    maintain = commands.add_parser(
+        "maintain",
+        help="keep the lake bounded: expire what is past the retention, compact bronze's days",
+    )
+    _retention_options(maintain)
+    maintain.add_argument(
+        "--bronze-only",
+        action="store_true",
+        help="only bronze (no Spark): expire and compact its tables, tidy their Delta logs",
+    )
+    maintain.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help="expire the marts through the Thrift server listening on 127.0.0.1:PORT (a running "
+        "tidemark serve or run --serve holds the lake) instead of starting Spark",
+    )
     archive = commands.add_parser(
         "jvm-archive",
         help="write the archive of Spark's classes that halves each later command's JVM start",
@@ -139,6 +166,40 @@ def _server_options(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="a HiveServer2 setting, e.g. hive.server2.authentication=LDAP (repeatable)",
     )
+
+
+def _landed_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--landed-files", default="keep", metavar="keep|delete|move:DIR",
+        help="what becomes of a file once it landed: kept (default), deleted, or moved to DIR",
+    )  # fmt: skip
+
+
+def _retention_options(parser: argparse.ArgumentParser) -> None:
+    """How long the lake keeps what: `maintain` and `run --maintain-every`
+    (tidemark.maintain.retention.Retention, docs/decisions/0019-retention.md)."""
+    parser.add_argument(
+        "--keep-bronze-days", type=int, default=7, metavar="N",
+        help="days of raw events bronze keeps, counted back from the newest (default 7)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--keep-task-marts-days", type=int, default=90, metavar="N",
+        help="days the per-task marts keep (default 90)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--keep-vertex-marts-days", type=int, default=365, metavar="N",
+        help="days the per-vertex marts keep, and with them the incidents (default 365)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--replaced-keep-s", type=int, default=600, metavar="S",
+        help="how long dropped partitions' files stay for queries still reading them (600)",
+    )  # fmt: skip
+
+
+def _retention(args: argparse.Namespace):
+    from tidemark.maintain.retention import Retention
+
+    return Retention(args.keep_bronze_days, args.keep_task_marts_days, args.keep_vertex_marts_days)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,9 +236,11 @@ def _lake(args: argparse.Namespace):
 
 
 def _ingest(args: argparse.Namespace) -> int:
+    from tidemark.ingest.landed import LandedFiles
     from tidemark.ingest.landing import describe, ingest
     from tidemark.ingest.progress import progress_for
 
+    landed = LandedFiles.parse(args.landed_files)
     missing = [p for p in args.paths if not p.exists()]
     for path in missing:
         print(f"tidemark ingest: error: {path}: no such file or folder", file=sys.stderr)
@@ -188,6 +251,9 @@ def _ingest(args: argparse.Namespace) -> int:
         for failed in report.errors:
             print(f"tidemark ingest: error: {failed.error}", file=sys.stderr)
         print(describe(report))
+        disposed = landed.dispose(report, present)
+        if disposed:
+            print(f"{disposed} landed file(s) {landed.how}d")
         print(f"lake: {lake.root}")
     return 1 if missing or (report and report.errors) else 0
 
@@ -263,6 +329,14 @@ def _run(args: argparse.Namespace) -> int:
     # Checked before Spark starts, so a typo costs no start-up.
     if args.every <= 0:
         raise ValueError(f"--every must be a positive number of seconds, got {args.every:g}")
+    if args.maintain_every is not None and args.maintain_every <= 0:
+        raise ValueError(
+            f"--maintain-every must be a positive number of seconds, got {args.maintain_every:g}"
+        )
+    _retention(args)
+    from tidemark.ingest.landed import LandedFiles
+
+    landed_files = LandedFiles.parse(args.landed_files)
     build_args(1, args.tests_every)
     options = _serve_options(args) if args.serve else None
     if options is not None:
@@ -273,7 +347,7 @@ def _run(args: argparse.Namespace) -> int:
     # The server starts the session (with its settings), the cycles then use the same one.
     server = ThriftServer(lake, options) if options is not None else None
     try:
-        cycle = WarmCycle(lake, args.paths, shlex.split(args.dbt), args.tests_every)
+        cycle = WarmCycle(lake, args.paths, shlex.split(args.dbt), args.tests_every, landed_files)
         if options is not None:
             print(listening(lake, options, "run"), flush=True)
 
@@ -283,11 +357,62 @@ def _run(args: argparse.Namespace) -> int:
 
         cycles = 1 if args.once else args.cycles
         recorded = RunRecorder(lake, cycle.dbt).wrap(cycle)  # each cycle into tidemark.run_log
+        if args.maintain_every is not None:
+            recorded = _maintained(recorded, lake, args, cycle.spark)
         return run_every(args.every, recorded, stop, report, max_cycles=cycles)
     finally:
         if server is not None:
             print("tidemark run: stopping the server", flush=True)
             server.stop()
+
+
+def _maintained(cycle, lake, args: argparse.Namespace, spark):
+    """``cycle`` followed, at most every ``--maintain-every`` seconds, by maintenance on the same
+    session: between two cycles, so never while one writes."""
+    from tidemark.maintain import maintain
+
+    last = [float("-inf")]
+
+    def run():
+        result = cycle()
+        if time.monotonic() - last[0] >= args.maintain_every:
+            last[0] = time.monotonic()
+            started = time.perf_counter()
+            try:
+                done = maintain(
+                    lake, _retention(args), _spark_sql(spark), args.replaced_keep_s * 1000
+                )
+                took = time.perf_counter() - started
+                print(f"tidemark run: maintained in {took:.1f} s: {done.describe()}", flush=True)
+            except Exception as exc:  # the next maintenance retries; the cycles go on
+                log.warning("tidemark run: maintenance failed: %s", _one_line(exc))
+        return result
+
+    return run
+
+
+def _spark_sql(spark):
+    return lambda statement: [tuple(row) for row in spark.sql(statement).collect()]
+
+
+def _maintain(args: argparse.Namespace) -> int:
+    from tidemark.maintain import maintain
+
+    retention = _retention(args)
+    lake = _lake(args)
+    sql = None
+    if args.port is not None:
+        from tidemark.serve import thrift_sql
+
+        sql = thrift_sql("127.0.0.1", args.port)
+    elif not args.bronze_only:
+        from tidemark.spark.session import spark_session
+
+        sql = _spark_sql(spark_session(lake))
+    started = time.perf_counter()
+    done = maintain(lake, retention, sql, args.replaced_keep_s * 1000)
+    print(f"maintained in {time.perf_counter() - started:.1f} s: {done.describe()}")
+    return 0
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -358,6 +483,7 @@ _COMMANDS = {
     "status": _status,
     "report": _report,
     "jvm-archive": _jvm_archive,
+    "maintain": _maintain,
 }
 
 if __name__ == "__main__":

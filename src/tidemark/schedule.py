@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tidemark.health.model import RECORDER_ENV
+from tidemark.ingest.landed import LandedFiles
 from tidemark.lake import Lake
 
 log = logging.getLogger("tidemark.run")
@@ -95,13 +96,19 @@ class WarmCycle:
     """One Spark session and one parsed dbt project for the life of the process."""
 
     def __init__(
-        self, lake: Lake, paths: Sequence[Path], dbt_args: Sequence[str] = (), tests_every: int = 1
+        self,
+        lake: Lake,
+        paths: Sequence[Path],
+        dbt_args: Sequence[str] = (),
+        tests_every: int = 1,
+        landed_files: LandedFiles | None = None,
     ) -> None:
         from dbt.cli.main import dbtRunner
 
         from tidemark.spark.session import spark_session
 
         self.lake = lake
+        self.landed_files = landed_files or LandedFiles("keep")
         self.paths = list(paths)
         self.extra_args = list(dbt_args)
         self.tests_every = tests_every
@@ -134,6 +141,8 @@ class WarmCycle:
         present = [p for p in self.paths if p.exists()]
         missing = [str(p) for p in self.paths if not p.exists()]
         report = ingest(present, self.lake) if present else None
+        if report is not None:
+            self.landed_files.dispose(report, present)
         landed = sum(f.accepted for f in report.files) if report else 0
         errors = [f.error for f in report.errors] if report else []
         ingest_s = time.perf_counter() - began

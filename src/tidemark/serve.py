@@ -145,3 +145,24 @@ def serve(lake: Lake, options: ServeOptions, ready: threading.Event | None = Non
         server.stop()
         server.spark.stop()
     return 0
+
+
+def thrift_sql(host: str, port: int, user: str = "tidemark"):
+    """A function that runs one statement through a Thrift (HiveServer2) endpoint and returns its
+    rows: maintenance of a lake that `tidemark serve` or `tidemark run --serve` holds."""
+    from pyhive import hive
+
+    try:
+        connection = hive.connect(host=host, port=port, username=user)
+    except Exception as exc:
+        raise ServeError(
+            f"no Thrift server answers on {host}:{port} ({exc}): start tidemark serve, or run "
+            "without --port to start Spark here"
+        ) from exc
+
+    def sql(statement: str) -> list[tuple]:
+        cursor = connection.cursor()
+        cursor.execute(statement)
+        return [tuple(row) for row in cursor.fetchall()] if cursor.description else []
+
+    return sql

@@ -138,14 +138,70 @@ def dbt(*args: str, lake: Lake, **extra: str) -> Result:
     return run([str(BIN / "dbt"), *args], lake, **extra)
 
 
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class TidemarkRun:
+    """`tidemark run ARGS` as a user starts it, in the lake's environment: ``next_cycle`` waits
+    for its next cycle's line; leaving the ``with`` block kills it if it still runs."""
+
+    def __init__(self, lake: Lake, *args: str) -> None:
+        self.process = subprocess.Popen(
+            [str(BIN / "tidemark"), "run", *args], cwd=ROOT, env=environment(lake),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        self.seen: list[str] = []
+
+    def next_cycle(self) -> str:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.seen.append(line)
+            if line.startswith("tidemark run: cycle "):
+                return line
+        raise AssertionError("tidemark run ended early:\n" + "".join(self.seen))
+
+    def __enter__(self) -> TidemarkRun:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+class ThriftReader:
+    """Queries through a running Thrift endpoint (`tidemark serve`, `tidemark run --serve`), for a
+    lake another process holds: ``sql_rows`` as WarmLake's."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+
+    def sql_rows(self, query: str) -> list[dict]:
+        from pyhive import hive
+
+        connection = hive.connect(host="127.0.0.1", port=self.port, username="tests")
+        try:
+            cursor = connection.cursor()
+            cursor.execute(query)
+            names = [column[0].split(".")[-1] for column in cursor.description]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        finally:
+            connection.close()
+
+
 def _live_files(lake: Lake, schema: str, name: str, warm=None) -> list[str] | None:
     """The data files a table of the warehouse reads now, asked of Spark; None for a table no
     build published into (its folder holds its rows and nothing else).
 
     A published table's partitions lie in version folders below its own, beside the folders
     publishes replaced and keep for a while (docs/decisions/0015): only the metastore says which
-    are its rows. ``warm``, a WarmLake, asks its session: a lake a warm worker holds cannot be
-    opened by another process."""
+    are its rows. ``warm``, a WarmLake or a ThriftReader, asks the session of the process that
+    holds the lake: no other process can open its metastore meanwhile."""
     from urllib.parse import unquote, urlparse
 
     if not (lake.warehouse / f"{schema}.db" / name / "_tidemark_versions").exists():

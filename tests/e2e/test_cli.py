@@ -13,7 +13,16 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from tests.e2e.harness import BIN, ROOT, environment, tidemark, warehouse_rows
+from tests.e2e.harness import (
+    BIN,
+    ROOT,
+    ThriftReader,
+    TidemarkRun,
+    environment,
+    free_port,
+    tidemark,
+    warehouse_rows,
+)
 from tests.events import timer, watermark, write_jsonl
 from tidemark.lake import Lake
 
@@ -159,29 +168,22 @@ def test_run_builds_only_what_is_new_on_one_warm_session_and_stops_on_sigterm(
 ) -> None:
     """`tidemark run` (issue 10): cycle 1 lands and builds (data tests too), a new file is landed
     and built by the next cycle in the same process (models only: `--tests-every 2`), a cycle
-    with nothing new builds nothing, SIGTERM ends it.
+    with nothing new builds nothing, SIGTERM ends it. With `--serve` (issue 42), the mart the
+    second cycle published is read through the run's own endpoint.
 
     Deep (two minutes on two cores): tests/unit/test_schedule.py holds the loop's timing, stop
     and exit rules and which builds run data tests, in `make test`."""
     feed = tmp_path / "feed"
     feed.mkdir()
     write_jsonl(feed / "a.jsonl", _idle_seconds(0, 10))
-    process = subprocess.Popen(
-        [str(BIN / "tidemark"), "run", str(feed), "--every", "2", "--tests-every", "2",
-         "--dbt", "--select +fct_subtask_seconds"],
-        cwd=ROOT, env=environment(lake), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True,
+    port = free_port()
+    run = TidemarkRun(
+        lake, str(feed), "--every", "2", "--tests-every", "2",
+        "--dbt", "--select +fct_subtask_seconds", "--serve", "--port", str(port),
     )  # fmt: skip
-    seen: list[str] = []
-
-    def next_cycle() -> str:
-        for line in process.stdout:
-            seen.append(line)
-            if line.startswith("tidemark run: cycle "):
-                return line
-        raise AssertionError("tidemark run ended early:\n" + "".join(seen))
-
-    try:
+    next_cycle, seen = run.next_cycle, run.seen
+    reader = ThriftReader(port)  # the run holds the lake: read through its endpoint
+    with run:
         first = next_cycle()
         assert first.startswith("tidemark run: cycle 1: ok: 20 events landed"), "".join(seen)
         rows = warehouse_rows(lake, "tidemark", "fct_subtask_seconds")
@@ -192,17 +194,13 @@ def test_run_builds_only_what_is_new_on_one_warm_session_and_stops_on_sigterm(
         while "no build" in line:  # the file may have arrived just after a cycle's ingest
             line = next_cycle()
         assert ": ok: 40 events landed" in line and ", build " in line, "".join(seen)
-        later = warehouse_rows(lake, "tidemark", "fct_subtask_seconds")
+        later = warehouse_rows(lake, "tidemark", "fct_subtask_seconds", warm=reader)
         assert max(r["second_start_ms"] for r in later) > max(r["second_start_ms"] for r in rows)
         assert len(later) > len(rows)
 
         assert "ok: 0 events landed" in next_cycle() and "no build (nothing new)" in seen[-1]
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=120) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        run.process.send_signal(signal.SIGTERM)
+        assert run.process.wait(timeout=120) == 0
 
 
 @pytest.mark.deep

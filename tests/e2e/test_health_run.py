@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 from pathlib import Path
 
 import pytest
 from deltalake import DeltaTable
 
-from tests.e2e.harness import BIN, ROOT, environment, tidemark, warehouse_rows
+from tests.e2e.harness import TidemarkRun, tidemark, warehouse_rows
 from tests.events import timer, write_jsonl
 from tidemark.lake import Lake
 
@@ -46,22 +45,12 @@ def test_run_records_ok_nothing_new_and_failed_cycles_and_status_reads_them_mean
     feed = tmp_path / "feed"
     feed.mkdir()
     write_jsonl(feed / "a.jsonl", _idle_seconds(0, 30))
-    process = subprocess.Popen(
-        [str(BIN / "tidemark"), "run", str(feed), "--every", "2",
-         "--dbt", "--select +fct_subtask_seconds --exclude-resource-type test"],
-        cwd=ROOT, env=environment(lake), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True,
+    run = TidemarkRun(
+        lake, str(feed), "--every", "2",
+        "--dbt", "--select +fct_subtask_seconds --exclude-resource-type test",
     )  # fmt: skip
-    seen: list[str] = []
-
-    def next_cycle() -> str:
-        for line in process.stdout:
-            seen.append(line)
-            if line.startswith("tidemark run: cycle "):
-                return line
-        raise AssertionError("tidemark run ended early:\n" + "".join(seen))
-
-    try:
+    next_cycle, seen = run.next_cycle, run.seen
+    with run:
         assert ": ok: 60 events landed" in next_cycle(), "".join(seen)
         # The run holds the metastore: status reads the lake's files.
         status = _status(lake)
@@ -85,14 +74,9 @@ def test_run_records_ok_nothing_new_and_failed_cycles_and_status_reads_them_mean
         feed.rename(tmp_path / "gone")
         while "FAILED" not in next_cycle():
             pass
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=120) == 1  # the last cycle failed
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-
-    seen += process.stdout.readlines() if process.stdout else []
+        run.process.send_signal(signal.SIGTERM)
+        assert run.process.wait(timeout=120) == 1  # the last cycle failed
+        seen += run.process.stdout.readlines() if run.process.stdout else []
 
     # What a BI tool reads: the same rows through Spark SQL, next to plain max() over the mart
     # and bronze.

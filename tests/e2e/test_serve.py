@@ -12,17 +12,11 @@ from pathlib import Path
 import pytest
 
 from bench.serve import figures_query
-from tests.e2e.harness import BIN, ROOT, dbt, environment, tidemark
+from tests.e2e.harness import BIN, ROOT, dbt, environment, free_port, tidemark
 from tests.events import timer, write_jsonl
 from tidemark.lake import Lake
 
 pytestmark = pytest.mark.e2e
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _query(port: int, sql: str) -> list[tuple]:
@@ -42,7 +36,7 @@ def server(tmp_path: Path, lake: Lake):
     data = tmp_path / "events"
     tidemark("generate", "--scenario", "steady", "--out", str(data), lake=lake).check()
     tidemark("ingest", str(data), lake=lake).check()
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [str(BIN / "tidemark"), "serve", "--port", str(port), "--refresh-s", "1"],
         cwd=ROOT,
@@ -160,6 +154,6 @@ def test_port_taken_and_open_address_are_refused(lake: Lake) -> None:
     assert result.returncode == 1
     assert "cannot listen on 127.0.0.1" in result.stderr and "--port" in result.stderr
 
-    result = tidemark("serve", "--host", "0.0.0.0", "--port", str(_free_port()), lake=lake)
+    result = tidemark("serve", "--host", "0.0.0.0", "--port", str(free_port()), lake=lake)
     assert result.returncode == 1
     assert "refusing to listen on 0.0.0.0 without authentication" in result.stderr

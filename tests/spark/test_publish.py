@@ -214,3 +214,33 @@ def test_each_jobs_newest_partition_is_noted_for_status(spark, schemas) -> None:
               f"location '{location}' as select 3L as v, 'b' as job_id, 2 as slice")  # fmt: skip
     _publish(spark, table, stage, replace_all=False)
     assert published_newest(home)["b"] == location / "job_id=b" / "slice=2"
+
+
+def test_expire_drops_the_partitions_before_a_value_and_their_files_later(spark, schemas) -> None:
+    """CALL tidemark_system.marts.expire (tidemark maintain, decision 0019): the partitions before
+    the cutoff go in one catalog call, their folders after keep_ms like a publish's, and a job
+    whose partitions all went leaves the newest-partition note."""
+    from tidemark.health.read import published_newest
+
+    table, stage = schemas
+    spark.sql(f"create table {table} using parquet partitioned by (job_id, hour_at) as "
+              "select 1L as v, 'a' as job_id, '2026-01-01 00:00:00' as hour_at union all "
+              "select 2, 'a', '2026-01-02 00:00:00' union all "
+              "select 3, 'b', '2026-01-01 05:00:00'")  # fmt: skip
+    home = _home(spark, table)
+    spark.sql(f"drop table if exists {stage}")
+    spark.sql(f"create table {stage} using parquet partitioned by (job_id, hour_at) location "
+              f"'{home / '_tidemark_versions' / 'v1'}' as "
+              "select 4L as v, 'a' as job_id, '2026-01-02 00:00:00' as hour_at")  # fmt: skip
+    _publish(spark, table, stage, replace_all=False)
+    assert set(published_newest(home)) == {"a", "b"}
+
+    spark.sql(f"call tidemark_system.marts.expire('{table}', 'hour_at', '2026-01-02 00:00:00', "
+              "3600000)")  # fmt: skip
+    assert _rows(spark, table) == [(4, "a", "2026-01-02 00:00:00")]
+    assert set(published_newest(home)) == {"a"}  # b had nothing left
+    assert (home / "job_id=b").exists()  # kept for queries still reading it...
+    time.sleep(0.01)
+    spark.sql(f"call tidemark_system.marts.expire('{table}', 'hour_at', '2025-01-01 00:00:00', 0)")
+    assert not (home / "job_id=b").exists()  # ...then gone, and its emptied parents with it
+    assert _rows(spark, table) == [(4, "a", "2026-01-02 00:00:00")]

@@ -46,6 +46,7 @@ from tidemark.ingest.schema import BRONZE_SCHEMAS, PARSED
 from tidemark.ingest.summary import IDENTITY, BronzeSummary
 from tidemark.ingest.validate import EVENT_TYPES, TASK_TYPES, check_rows, enum_codes, is_type
 from tidemark.lake import Lake
+from tidemark.maintain.retention import expired_before
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +115,8 @@ class IngestBusy(Exception):
 
 
 @contextmanager
-def _ingest_lock(lake: Lake, wait: bool = True) -> Iterator[None]:
+def ingest_lock(lake: Lake, wait: bool = True) -> Iterator[None]:
+    """One writer of bronze at a time per lake: an ingest, or `tidemark maintain`."""
     lake.locks.mkdir(parents=True, exist_ok=True)
     with (lake.locks / "ingest.lock").open("w") as handle:
         try:
@@ -297,7 +299,9 @@ def ingest(
     progress = progress or Progress()
     report = IngestReport()
     targets = files.find_files(paths)
-    with _ingest_lock(lake):
+    with ingest_lock(lake):
+        # What `tidemark maintain` expired: an older event is quarantined, not landed.
+        expired = expired_before(lake)
         tables = ensure_tables(lake)
         index: IdentityIndex | None = None
         # up to date with bronze until this ingest commits; None after that
@@ -350,6 +354,7 @@ def ingest(
                     file_report,
                     progress,
                     after_commit,
+                    expired,
                 )
                 _append(
                     tables["ingest_log"],
@@ -446,6 +451,7 @@ def _land_file(
     report: FileReport,
     progress: Progress,
     after_commit: Callable[[str, int], None] | None,
+    expired_before_ms: int | None,
 ) -> int:
     app_id = _app_id(sha256)
     source = str(path)
@@ -465,7 +471,7 @@ def _land_file(
     # block order: a block is handed over only once the one before it has committed (or failed).
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tidemark-write") as writer:
         writing: Future[None] | None = None
-        for block_no, (block, checked) in enumerate(_checked_ahead(blocks)):
+        for block_no, (block, checked) in enumerate(_checked_ahead(blocks, expired_before_ms)):
             rows = _judge_block(block, checked, source, sha256, next_id, index)
             if writing is not None:
                 writing.result()
@@ -495,12 +501,14 @@ class _Checked:
     broken: dict[int, str]  # row of parsed.table -> the rule it breaks (check_rows)
 
 
-def _check(block: files.Block) -> _Checked:
+def _check(block: files.Block, expired_before_ms: int | None) -> _Checked:
     parsed = parse_block(block.data, len(block), lambda: block.lines, block.starts)
-    return _Checked(parsed, check_rows(parsed.table))
+    return _Checked(parsed, check_rows(parsed.table, expired_before_ms))
 
 
-def _checked_ahead(blocks: Iterator[files.Block]) -> Iterator[tuple[files.Block, _Checked]]:
+def _checked_ahead(
+    blocks: Iterator[files.Block], expired_before_ms: int | None
+) -> Iterator[tuple[files.Block, _Checked]]:
     """Parse and check the next block in a second thread while this one is judged and written.
 
     Arrow's JSON reader and compute kernels and the Delta writer release the GIL, so the two
@@ -511,7 +519,7 @@ def _checked_ahead(blocks: Iterator[files.Block]) -> Iterator[tuple[files.Block,
         ahead: Future[_Checked] | None = None
         previous: files.Block | None = None
         for block in blocks:
-            future = pool.submit(_check, block)
+            future = pool.submit(_check, block, expired_before_ms)
             if ahead is not None and previous is not None:
                 yield previous, ahead.result()
             ahead, previous = future, block

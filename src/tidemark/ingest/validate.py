@@ -53,8 +53,10 @@ def _less(table: pa.Table, name: str, bound: int) -> np.ndarray:
     return _np(pc.fill_null(pc.less(table[name], bound), False))
 
 
-def check_rows(table: pa.Table) -> dict[int, str]:
-    """The rows that break a per-line rule, each with the first rule's reason."""
+def check_rows(table: pa.Table, expired_before_ms: int | None = None) -> dict[int, str]:
+    """The rows that break a per-line rule, each with the first rule's reason; with
+    ``expired_before_ms``, a task event older than that is refused too (`tidemark maintain`
+    expired bronze's events before it: tidemark.maintain.retention)."""
     n = table.num_rows
     if n == 0:
         return {}
@@ -177,6 +179,11 @@ def check_rows(table: pa.Table) -> dict[int, str]:
         negative("parallelism", is_vertex, floor=1),
         (upstream_nulls, lambda i: "field 'upstream_vertex_ids' holds a null or empty id"),
     ]
+    if expired_before_ms is not None:
+        from tidemark.maintain.retention import too_old_reason
+
+        reason = too_old_reason(expired_before_ms)
+        rules.append((is_task & _less(table, "ts_ms", expired_before_ms), lambda i: reason))
     reasons: dict[int, str] = {}
     for mask, describe in rules:
         for i in np.flatnonzero(mask).tolist():

@@ -67,6 +67,33 @@ final class Newest {
         write(fs, file, newest);
     }
 
+    /** Forget a job's newest partition when its folder is among {@code dropped}. */
+    static void forget(Path home, Configuration conf, List dropped) throws IOException {
+        Path file = new Path(home, FILE);
+        FileSystem fs = file.getFileSystem(conf);
+        if (dropped.isEmpty() || !fs.exists(file)) {
+            return;
+        }
+        java.util.Set gone = new java.util.HashSet();
+        for (int i = 0; i < dropped.size(); i++) {
+            gone.add(fs.makeQualified((Path) dropped.get(i)).toString());
+        }
+        Map newest = read(fs, file);
+        Iterator entries = newest.entrySet().iterator();
+        boolean changed = false;
+        while (entries.hasNext()) {
+            Map.Entry entry = (Map.Entry) entries.next();
+            Path location = new Path(java.net.URI.create(((String[]) entry.getValue())[1]));
+            if (gone.contains(fs.makeQualified(location).toString())) {
+                entries.remove();
+                changed = true;
+            }
+        }
+        if (changed) {
+            write(fs, file, newest);
+        }
+    }
+
     static String path(List columns, Map spec) {
         StringBuilder out = new StringBuilder();
         for (int i = 0; i < columns.size(); i++) {

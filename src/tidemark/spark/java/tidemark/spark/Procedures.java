@@ -11,17 +11,15 @@ import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.TableIdentifier;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.connector.catalog.ProcedureCatalog;
-import org.apache.spark.sql.connector.catalog.procedures.BoundProcedure;
-import org.apache.spark.sql.connector.catalog.procedures.ProcedureParameter;
 import org.apache.spark.sql.connector.catalog.procedures.UnboundProcedure;
+import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
-import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
  * tidemark's stored procedures, a Spark catalog of procedures only ({@code
  * spark.sql.catalog.tidemark_system}, set by tidemark's session factory): {@code CALL
- * tidemark_system.marts.publish(...)}, {@code discard} and {@code drop_table}. The
+ * tidemark_system.marts.publish(...)}, {@code discard}, {@code expire} and {@code drop_table}. The
  * dbt materializations call them through SQL, so they work alike on the embedded session and
  * through the Thrift server (docs/decisions/0015-consistent-reads.md).
  */
@@ -40,6 +38,7 @@ public class Procedures implements ProcedureCatalog {
         return new Identifier[] {
             Identifier.of(new String[] {"marts"}, "publish"),
             Identifier.of(new String[] {"marts"}, "discard"),
+            Identifier.of(new String[] {"marts"}, "expire"),
             Identifier.of(new String[] {"marts"}, "drop_table"),
         };
     }
@@ -53,13 +52,16 @@ public class Procedures implements ProcedureCatalog {
             if (ident.name().equals("discard")) {
                 return new Discard();
             }
+            if (ident.name().equals("expire")) {
+                return new Expire();
+            }
             if (ident.name().equals("drop_table")) {
                 return new DropTable();
             }
         }
         throw new IllegalArgumentException(
-            "no tidemark procedure " + ident + ": there are marts.publish, marts.discard and "
-            + "marts.drop_table");
+            "no tidemark procedure " + ident + ": there are marts.publish, marts.discard, "
+            + "marts.expire and marts.drop_table");
     }
 
     static TableIdentifier identifier(SparkSession spark, String name) {
@@ -93,28 +95,11 @@ public class Procedures implements ProcedureCatalog {
      * folder is listed with the target's replaced ones, its definition dropped. Nothing when
      * there is no such stage.
      */
-    public static class Discard implements UnboundProcedure, BoundProcedure {
-        public String name() {
-            return "discard";
-        }
-
-        public String description() {
-            return "drop a stage table left by a build that did not publish it";
-        }
-
-        public BoundProcedure bind(StructType inputType) {
-            return this;
-        }
-
-        public ProcedureParameter[] parameters() {
-            return new ProcedureParameter[] {
-                ProcedureParameter.in("target", DataTypes.StringType).build(),
-                ProcedureParameter.in("stage", DataTypes.StringType).build(),
-            };
-        }
-
-        public boolean isDeterministic() {
-            return false;
+    public static class Discard extends Procedure {
+        public Discard() {
+            super("discard", "drop a stage table left by a build that did not publish it",
+                new String[] {"target", "stage"},
+                new DataType[] {DataTypes.StringType, DataTypes.StringType});
         }
 
         public Iterator call(InternalRow input) {
@@ -143,27 +128,10 @@ public class Procedures implements ProcedureCatalog {
      * {@code drop_table(target)}: drops a table and deletes its default location, older
      * versions included (a table whose columns changed is rebuilt from scratch, not published).
      */
-    public static class DropTable implements UnboundProcedure, BoundProcedure {
-        public String name() {
-            return "drop_table";
-        }
-
-        public String description() {
-            return "drop a table and every version of its files";
-        }
-
-        public BoundProcedure bind(StructType inputType) {
-            return this;
-        }
-
-        public ProcedureParameter[] parameters() {
-            return new ProcedureParameter[] {
-                ProcedureParameter.in("target", DataTypes.StringType).build(),
-            };
-        }
-
-        public boolean isDeterministic() {
-            return false;
+    public static class DropTable extends Procedure {
+        public DropTable() {
+            super("drop_table", "drop a table and every version of its files",
+                new String[] {"target"}, new DataType[] {DataTypes.StringType});
         }
 
         public Iterator call(InternalRow input) {

@@ -17,9 +17,7 @@ import org.apache.spark.sql.catalyst.catalog.CatalogTablePartition;
 import org.apache.spark.sql.catalyst.catalog.ExternalCatalog;
 import org.apache.spark.sql.catalyst.catalog.ExternalCatalogWithListener;
 import org.apache.spark.sql.catalyst.catalog.SessionCatalog;
-import org.apache.spark.sql.connector.catalog.procedures.BoundProcedure;
-import org.apache.spark.sql.connector.catalog.procedures.ProcedureParameter;
-import org.apache.spark.sql.connector.catalog.procedures.UnboundProcedure;
+import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
@@ -44,32 +42,16 @@ import org.apache.spark.sql.types.StructType;
  * that, and only folders below the table's own default location. The stage table's definition
  * is dropped, its files now belong to the target.
  */
-public class Publish implements UnboundProcedure, BoundProcedure {
+public class Publish extends Procedure {
     static final String REPLACED = "_tidemark_versions/_replaced";
 
-    public String name() {
-        return "publish";
-    }
-
-    public String description() {
-        return "replace a table's rows, or some of its partitions, by a staged table's, atomically";
-    }
-
-    public BoundProcedure bind(StructType inputType) {
-        return this;
-    }
-
-    public ProcedureParameter[] parameters() {
-        return new ProcedureParameter[] {
-            ProcedureParameter.in("target", DataTypes.StringType).build(),
-            ProcedureParameter.in("stage", DataTypes.StringType).build(),
-            ProcedureParameter.in("replace_all", DataTypes.BooleanType).build(),
-            ProcedureParameter.in("keep_ms", DataTypes.LongType).build(),
-        };
-    }
-
-    public boolean isDeterministic() {
-        return false;
+    public Publish() {
+        super("publish",
+            "replace a table's rows, or some of its partitions, by a staged table's, atomically",
+            new String[] {"target", "stage", "replace_all", "keep_ms"},
+            new DataType[] {
+                DataTypes.StringType, DataTypes.StringType, DataTypes.BooleanType,
+                DataTypes.LongType});
     }
 
     public Iterator call(InternalRow input) {

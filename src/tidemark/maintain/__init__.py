@@ -1,0 +1,48 @@
+"""`tidemark maintain`: a lake kept bounded for months of running (issue 44).
+
+Bronze past the retention expired and its days compacted (:mod:`.bronze`), the marts' and the
+incremental state's partitions past theirs dropped (:mod:`.marts`), and the ingest told what was
+expired (:mod:`.retention`). See docs/decisions/0019-retention.md.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from tidemark.lake import Lake
+from tidemark.maintain.bronze import BronzeReport, maintain_bronze, newest_event_ms
+from tidemark.maintain.marts import MartsReport, Sql, expire_marts
+from tidemark.maintain.retention import Retention, iso, record_expiry
+
+
+@dataclass
+class MaintainReport:
+    newest_ms: int | None
+    bronze: BronzeReport | None = None
+    marts: MartsReport | None = None
+
+    def describe(self) -> str:
+        if self.newest_ms is None:
+            return "nothing to maintain: bronze holds no event"
+        parts = [f"newest event {iso(self.newest_ms)}"]
+        parts += [p.describe() for p in (self.bronze, self.marts) if p is not None]
+        return "; ".join(parts)
+
+
+def maintain(lake: Lake, retention: Retention, sql: Sql | None, keep_ms: int) -> MaintainReport:
+    """Expire and compact bronze under the ingest lock (no ingest lands meanwhile), then, with
+    ``sql`` (a Spark session's or a Thrift server's), expire the marts. A cycle's build must not
+    run meanwhile: `tidemark run --maintain-every` runs it between cycles."""
+    from tidemark.ingest.landing import ingest_lock
+
+    with ingest_lock(lake):
+        newest = newest_event_ms(lake)
+        if newest is None:
+            return MaintainReport(None)
+        cutoffs = retention.cutoffs(newest)
+        now_ms = int(dt.datetime.now(dt.UTC).timestamp() * 1000)
+        bronze = maintain_bronze(lake, cutoffs, now_ms)
+        record_expiry(lake, cutoffs.bronze_ms)
+    marts = expire_marts(sql, cutoffs, keep_ms) if sql is not None else None
+    return MaintainReport(newest, bronze, marts)
