@@ -27,7 +27,7 @@ import pytest
 from tests.e2e.harness import warehouse_rows
 from tests.live.conftest import CONFORMANCE_MARTS, GAUGE_MART, VERSIONS, LiveSession, VersionRun
 from tests.live.flink_job import FETCHER_INTERVAL_MS
-from tests.live.matching import NO_WATERMARK, gauge_timelines, match, watermark_timelines
+from tests.live.matching import NO_WATERMARK, gauge_timelines, input_watermark_timelines, match
 
 pytestmark = [pytest.mark.live, pytest.mark.e2e]
 
@@ -170,9 +170,14 @@ def test_rest_watermarks_are_in_task_watermarks(
     live: LiveSession, version_run: VersionRun, figures: dict
 ) -> None:
     """Every REST currentInputWatermark other than Flink's "no watermark" (Long.MIN_VALUE) is
-    the watermark of a change of fct_task_watermarks in effect within its fetch window (C1-C5)."""
+    the watermark of a change of fct_task_watermarks in effect within its fetch window (C1-C5);
+    for the two-input join, the min of its inputs' last watermarks in fct_valve_emissions, idle
+    inputs included, as Flink's MinWatermarkGauge computes it (tests/live/matching.py)."""
     readings = version_run.rest["watermarks"]
-    timelines = watermark_timelines(_mart(live, "fct_task_watermarks", version_run.job_id))
+    timelines = input_watermark_timelines(
+        _mart(live, "fct_task_watermarks", version_run.job_id),
+        _mart(live, "fct_valve_emissions", version_run.job_id),
+    )
     matched, missed = match(readings, timelines, LAG_MS)
     figures[version_run.version].update(
         rest_watermark_readings=len(matched) + len(missed),
