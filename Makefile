@@ -85,12 +85,13 @@ lint: install  ## ruff check and format check only
 format: install  ## apply ruff's formatting
 	$(BIN)/ruff format .
 
-bench: install  ## benchmarks: ingest, dbt build and the Spark floor on $(BENCH_EVENTS) events; the scheduled path and the service (run --serve); a 1,000-subtask job minute by minute (bench/scale.py); the capture (long)
+bench: install  ## benchmarks: ingest, dbt build and the Spark floor on $(BENCH_EVENTS) events; the scheduled path and the service (run --serve); a 1,000-subtask job minute by minute (bench/scale.py); ten days under retention (bench/week.py); the capture (long)
 	$(BIN)/python bench/run.py --events $(BENCH_EVENTS)
 	$(BIN)/python bench/warm.py --work bench-data/warm-$$(date +%s)
 	$(BIN)/python bench/serve.py --work bench-data/serve-$$(date +%s)
 	$(BIN)/python bench/ingest_history.py
 	$(BIN)/python bench/scale.py --parallelism $(BENCH_SCALE_SUBTASKS) --minutes $(BENCH_SCALE_MINUTES) --work bench-data/scale-$$(date +%s)
+	$(BIN)/python bench/week.py --work bench-data/week-$$(date +%s)
 	$(MAKE) capture
 	java -cp capture/build/tidemark-capture.jar:$$(ls $$(capture/flink-jars.sh 2.2.0)/flink-dist*.jar) tidemark.capture.Bench
 	$(BIN)/python bench/capture_throughput.py --pairs 5

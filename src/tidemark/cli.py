@@ -192,7 +192,8 @@ def _retention_options(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--replaced-keep-s", type=int, default=600, metavar="S",
-        help="how long dropped partitions' files stay for queries still reading them (600)",
+        help="how long the files maintenance removes stay for queries still reading them "
+        "(600; bronze's in whole hours, rounded up)",
     )  # fmt: skip
 
 

@@ -9,6 +9,7 @@ per test.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -97,8 +98,12 @@ def records(directory: Path) -> list[dict]:
     """Every record of the published files; no temporary file may be left behind."""
     assert not list(directory.glob(".*.tmp")), "a temporary file was left behind"
     found = []
-    for path in sorted(directory.glob("*.jsonl")):
-        text = path.read_text()
+    for path in sorted(directory.glob("*.jsonl*")):
+        text = (
+            gzip.decompress(path.read_bytes()).decode()
+            if path.suffix == ".gz"
+            else path.read_text()
+        )
         assert text.endswith("\n"), f"{path.name} ends with a partial line"
         found += [json.loads(line) for line in text.splitlines()]
     return found
@@ -336,6 +341,8 @@ def test_agent_on_flinks_real_valve(
     )
     assert facts["errors"] == 0
     assert "disabled" not in stderr, stderr
+    published = [p.name for p in tmp_path.iterdir()]
+    assert published and all(n.endswith(".jsonl.gz") for n in published), published  # gzip=true
     recs = sorted(records(tmp_path), key=lambda r: r["seq"])
     check_seqs(recs)
     assert {task_key(r) for r in recs} == {("job", "vertex", 1, 0)}

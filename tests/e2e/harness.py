@@ -194,9 +194,9 @@ class ThriftReader:
             connection.close()
 
 
-def _live_files(lake: Lake, schema: str, name: str, warm=None) -> list[str] | None:
-    """The data files a table of the warehouse reads now, asked of Spark; None for a table no
-    build published into (its folder holds its rows and nothing else).
+def _live_files(lake: Lake, schema: str, names, warm=None) -> dict[str, list[str] | None]:
+    """The data files each table of ``names`` reads now, asked of Spark in one query; None for a
+    table no build published into (its folder holds its rows and nothing else).
 
     A published table's partitions lie in version folders below its own, beside the folders
     publishes replaced and keep for a while (docs/decisions/0015): only the metastore says which
@@ -204,20 +204,29 @@ def _live_files(lake: Lake, schema: str, name: str, warm=None) -> list[str] | No
     holds the lake: no other process can open its metastore meanwhile."""
     from urllib.parse import unquote, urlparse
 
-    if not (lake.warehouse / f"{schema}.db" / name / "_tidemark_versions").exists():
-        return None
-    query = f"select distinct _metadata.file_path as path from {schema}.{name}"
+    folder = lake.warehouse / f"{schema}.db"
+    found: dict[str, list[str] | None] = {
+        name: None if not (folder / name / "_tidemark_versions").exists() else [] for name in names
+    }
+    published = [name for name, files in found.items() if files is not None]
+    if not published:
+        return found
+    query = " union all ".join(
+        f"select distinct '{name}' as name, _metadata.file_path as path from {schema}.{name}"
+        for name in published
+    )
     if warm is not None:
         rows = warm.sql_rows(query)
     else:
         out = tidemark("sql", query, "--format", "jsonl", lake=lake).check().stdout
         rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    return [unquote(urlparse(row["path"]).path) for row in rows]
+    for row in rows:
+        found[row["name"]].append(unquote(urlparse(row["path"]).path))
+    return found
 
 
-def _dataset(lake: Lake, schema: str, name: str, warm=None):
+def _dataset(lake: Lake, schema: str, name: str, files: list[str] | None):
 
-    files = _live_files(lake, schema, name, warm)
     if files is None:
         return ds.dataset(lake.warehouse / f"{schema}.db" / name, format="parquet",
                           partitioning="hive")  # fmt: skip
@@ -234,23 +243,29 @@ def warehouse_rows(
     if not (lake.warehouse / f"{schema}.db" / name).exists():
         return []
     where = None if job_id is None else ds.field("job_id") == job_id
-    return _dataset(lake, schema, name, warm).to_table(filter=where).to_pylist()
+    files = _live_files(lake, schema, [name], warm)[name]
+    return _dataset(lake, schema, name, files).to_table(filter=where).to_pylist()
 
 
 def warehouse_tables(
-    lake: Lake, schema: str = "tidemark", ignore: dict[str, set[str]] | None = None
+    lake: Lake,
+    schema: str = "tidemark",
+    ignore: dict[str, set[str]] | None = None,
+    names: tuple[str, ...] | None = None,
 ) -> dict[str, list[tuple]]:
-    """Every table of `schema` in the lake's warehouse: its columns, then its rows as sorted
-    tuples of column values (floats to 1e-6), without the columns ``ignore`` names per table.
-    Not ``run_log``: tidemark's record of its own runs (when and how long), no mart."""
+    """Every table of `schema` in the lake's warehouse (or those of ``names``): its columns,
+    then its rows as sorted tuples of column values (floats to 1e-6), without the columns
+    ``ignore`` names per table."""
     folder = lake.warehouse / f"{schema}.db"
+    found = sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.exists() else []
+    wanted = [n for n in found if n != "run_log" and (names is None or n in names)]
+    live = _live_files(lake, schema, wanted)
     tables = {}
-    found = sorted(p for p in folder.iterdir() if p.is_dir()) if folder.exists() else []
-    for path in (p for p in found if p.name != "run_log"):
-        table = _dataset(lake, schema, path.name).to_table()
-        columns = sorted(set(table.column_names) - (ignore or {}).get(path.name, set()))
+    for name in wanted:
+        table = _dataset(lake, schema, name, live[name]).to_table()
+        columns = sorted(set(table.column_names) - (ignore or {}).get(name, set()))
         rows = [tuple(_canonical(row[c]) for c in columns) for row in table.to_pylist()]
-        tables[path.name] = [tuple(columns), *sorted(rows, key=repr)]
+        tables[name] = [tuple(columns), *sorted(rows, key=repr)]
     return tables
 
 

@@ -28,7 +28,7 @@ from tidemark.lake import Lake
 class WarmLake:
     """A worker process serving one lake; use as a context manager."""
 
-    def __init__(self, lake: Lake) -> None:
+    def __init__(self, lake: Lake, env: dict[str, str] | None = None) -> None:
         self.lake = lake
         # What the worker and its JVM print outside a request (Java's own warnings, a dying
         # JVM's last words): next to the lake.
@@ -38,7 +38,7 @@ class WarmLake:
             self._process = subprocess.Popen(
                 [sys.executable, "-m", "tests.e2e.warm", str(write)],
                 cwd=ROOT,
-                env=environment(lake),
+                env={**environment(lake), **(env or {})},
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=log,

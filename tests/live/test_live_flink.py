@@ -18,6 +18,7 @@ runs, ingests both capture folders into one lake while they are written, and run
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import re
 from collections import Counter, defaultdict
@@ -288,11 +289,13 @@ def test_rotation_ingest_never_reads_a_half_file(live: LiveSession) -> None:
 
     final: dict[str, tuple[str, int]] = {}
     for run in live.runs.values():
-        left = [p.name for p in run.capture_dir.iterdir() if not p.name.endswith(".jsonl")]
+        # gzip is the capture's default: every published file is a whole .jsonl.gz
+        left = [p.name for p in run.capture_dir.iterdir() if not p.name.endswith(".jsonl.gz")]
         assert not left, f"Flink {run.version}: not a finished capture file: {left}"
-        for path in sorted(run.capture_dir.glob("*.jsonl")):
+        for path in sorted(run.capture_dir.glob("*.jsonl.gz")):
             data = path.read_bytes()
-            final[str(path)] = (hashlib.sha256(data).hexdigest(), data.count(b"\n"))
+            lines = gzip.decompress(data).count(b"\n")
+            final[str(path)] = (hashlib.sha256(data).hexdigest(), lines)
     log = {r["source_file"]: r for r in _bronze(live, "ingest_log")}
     assert set(log) == set(final)
     for name, (sha256, lines) in final.items():

@@ -107,9 +107,15 @@ def test_days_before_today_become_one_file_per_job_and_nothing_else_changes(week
     assert pc.all(pc.is_valid(actions["min.ts_ms"])).as_py()
     assert pc.all(pc.is_valid(actions["max.ingest_id"])).as_py()
 
-    # A second run finds nothing to do.
-    again = maintain_bronze(week, Retention(30, 30, 30).cutoffs(newest), T0)
+    # The files compaction removed stay for queries planned before it (an hour by default)...
+    folder = week.bronze_table("timer_events")
+    on_disk = {p.name for p in folder.glob("*.parquet")}
+    live = {uri.rsplit("/", 1)[-1] for uri in _table(week, "timer_events").file_uris()}
+    assert len(on_disk - live) == 6  # days 0-2 as landed: two files a day
+    # A second run finds nothing to do; kept for 0 hours, the removed files are vacuumed.
+    again = maintain_bronze(week, Retention(30, 30, 30).cutoffs(newest), T0, removed_keep_hours=0)
     assert sum(t.rows_rewritten for t in again.tables) == 0
+    assert {p.name for p in folder.glob("*.parquet")} == live
 
 
 def test_expired_days_go_and_a_late_event_before_them_is_quarantined(

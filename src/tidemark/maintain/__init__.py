@@ -32,8 +32,10 @@ class MaintainReport:
 
 def maintain(lake: Lake, retention: Retention, sql: Sql | None, keep_ms: int) -> MaintainReport:
     """Expire and compact bronze under the ingest lock (no ingest lands meanwhile), then, with
-    ``sql`` (a Spark session's or a Thrift server's), expire the marts. A cycle's build must not
-    run meanwhile: `tidemark run --maintain-every` runs it between cycles."""
+    ``sql`` (a Spark session's or a Thrift server's), expire the marts. What either removes stays
+    on disk ``keep_ms`` for queries still reading it (bronze: rounded up to whole hours). A
+    cycle's build must not run meanwhile: `tidemark run --maintain-every` runs it between
+    cycles."""
     from tidemark.ingest.landing import ingest_lock
 
     with ingest_lock(lake):
@@ -42,7 +44,8 @@ def maintain(lake: Lake, retention: Retention, sql: Sql | None, keep_ms: int) ->
             return MaintainReport(None)
         cutoffs = retention.cutoffs(newest)
         now_ms = int(dt.datetime.now(dt.UTC).timestamp() * 1000)
-        bronze = maintain_bronze(lake, cutoffs, now_ms)
+        # Bronze's removed files stay for whole hours (delta-rs vacuums by the hour).
+        bronze = maintain_bronze(lake, cutoffs, now_ms, -(-keep_ms // 3_600_000))
         record_expiry(lake, cutoffs.bronze_ms)
     marts = expire_marts(sql, cutoffs, keep_ms) if sql is not None else None
     return MaintainReport(newest, bronze, marts)

@@ -10,8 +10,9 @@ such rows is removed unread. Newer rows of a rewritten file go to one file of th
 `ingest_log` (the identity of every file ever landed) and `vertices` (the latest record of a
 vertex wins) are compacted by day and never expired; the quarantine expires with the events.
 
-Removed files stay on disk for `REMOVED_KEEP_HOURS`, for queries planned on the snapshot before
-(Spark reads bronze from a snapshot's file list), then `vacuum` deletes them. Runs under the
+Removed files stay on disk for ``removed_keep_hours`` (default `REMOVED_KEEP_HOURS`), for queries
+planned on the snapshot before (Spark reads bronze from a snapshot's file list), then `vacuum`
+deletes them. Runs under the
 ingest lock: no ingest commits meanwhile.
 """
 
@@ -105,7 +106,9 @@ def newest_event_ms(lake: Lake) -> int | None:
     return newest
 
 
-def maintain_bronze(lake: Lake, cutoffs: Cutoffs, ingest_now_ms: int) -> BronzeReport:
+def maintain_bronze(
+    lake: Lake, cutoffs: Cutoffs, ingest_now_ms: int, removed_keep_hours: int = REMOVED_KEEP_HOURS
+) -> BronzeReport:
     """Expire, compact and tidy every bronze table. ``cutoffs`` come from the newest event;
     ``ingest_now_ms`` is the newest `ingested_at` (the clock of the tables without events)."""
     report = BronzeReport()
@@ -119,7 +122,9 @@ def maintain_bronze(lake: Lake, cutoffs: Cutoffs, ingest_now_ms: int) -> BronzeR
             today = day_start(ingest_now_ms)
             expire = today - (cutoffs.today_ms - cutoffs.bronze_ms)
         report.tables.append(
-            _maintain_table(table, name, layout, today, expire if layout.expires else None)
+            _maintain_table(
+                table, name, layout, today, expire if layout.expires else None, removed_keep_hours
+            )
         )
     return report
 
@@ -137,7 +142,12 @@ def _time_ms(column: pa.ChunkedArray | pa.Array) -> pa.Array:
 
 
 def _maintain_table(
-    table: DeltaTable, name: str, layout: Layout, today_ms: int, expire_ms: int | None
+    table: DeltaTable,
+    name: str,
+    layout: Layout,
+    today_ms: int,
+    expire_ms: int | None,
+    removed_keep_hours: int,
 ) -> TableReport:
     report = TableReport(name)
     actions = pa.table(table.get_add_actions(flatten=True))
@@ -157,7 +167,7 @@ def _maintain_table(
                 mode="append",
                 schema=table.schema(),
             )
-    _tidy_log(table, report)
+    _tidy_log(table, report, removed_keep_hours)
     report.files_after = len(table.file_uris())
     return report
 
@@ -381,7 +391,7 @@ def _stat(value: object) -> object:
     return value
 
 
-def _tidy_log(table: DeltaTable, report: TableReport) -> None:
+def _tidy_log(table: DeltaTable, report: TableReport, removed_keep_hours: int) -> None:
     """A checkpoint of the log, its older commits cleaned up, unreferenced files vacuumed."""
     table.update_incremental()  # after this maintenance's own commit
     current = table.metadata().configuration
@@ -390,6 +400,6 @@ def _tidy_log(table: DeltaTable, report: TableReport) -> None:
     table.create_checkpoint()
     table.cleanup_metadata()
     vacuumed = table.vacuum(
-        retention_hours=REMOVED_KEEP_HOURS, dry_run=False, enforce_retention_duration=False
+        retention_hours=removed_keep_hours, dry_run=False, enforce_retention_duration=False
     )
     report.files_vacuumed += len(vacuumed)

@@ -2,7 +2,7 @@ package tidemark.capture;
 
 import java.lang.instrument.Instrumentation;
 
-/** {@code -javaagent:tidemark-capture.jar=dir=DIR[,rotate-seconds=N,rotate-bytes=N,queue=N,gzip=true]}. */
+/** {@code -javaagent:tidemark-capture.jar=dir=DIR[,rotate-seconds=N,rotate-bytes=N,queue=N,gzip=false]}. */
 public final class Agent {
     private Agent() {}
 

@@ -80,7 +80,7 @@ public final class Capture {
             rotateMillis = (long) (Double.parseDouble(o.getOrDefault("rotate-seconds", "60")) * 1000);
             rotateBytes = Long.parseLong(o.getOrDefault("rotate-bytes", String.valueOf(64L << 20)));
             queueCapacity = Integer.parseInt(o.getOrDefault("queue", "65536"));
-            gzip = Boolean.parseBoolean(o.getOrDefault("gzip", "false"));
+            gzip = Boolean.parseBoolean(o.getOrDefault("gzip", "true"));
             if (rotateMillis <= 0 || rotateBytes <= 0 || queueCapacity <= 0) {
                 throw new IllegalArgumentException("rotate-seconds, rotate-bytes and queue must be positive");
             }

@@ -57,6 +57,7 @@ final class TestSupport {
     static Capture capture(String dir, String... options) {
         Map<String, String> o = new HashMap<>();
         o.put("dir", dir);
+        o.put("gzip", "false"); // these tests read the files as they are written
         for (String kv : options) {
             int eq = kv.indexOf('=');
             o.put(kv.substring(0, eq), kv.substring(eq + 1));
