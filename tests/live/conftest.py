@@ -50,6 +50,13 @@ VERSIONS = tuple(
     for v in os.environ.get("TIDEMARK_LIVE_VERSIONS", "1.15.4,2.3.0").split(",")
     if v.strip()
 )
+# The releases the Flink SQL job (tests/live/job/LiveSqlJob.java) runs on, next to the DataStream
+# job: by default the same; TIDEMARK_LIVE_SQL_VERSIONS names others ("" for none).
+SQL_VERSIONS = tuple(
+    v.strip()
+    for v in os.environ.get("TIDEMARK_LIVE_SQL_VERSIONS", ",".join(VERSIONS)).split(",")
+    if v.strip()
+)
 ROTATION_EVERY_S = 4.0
 JOB_TIMEOUT_S = 150
 GAUGE_MART = "fct_subtask_flink_gauges"
@@ -105,6 +112,8 @@ class LiveSession:
     ingests: list[Ingest]
     build: Result
     seconds: dict[str, float] = field(default_factory=dict)
+    # The SQL job's runs, by release.
+    sql_runs: dict[str, VersionRun] = field(default_factory=dict)
 
 
 def _require_setup() -> None:
@@ -112,6 +121,8 @@ def _require_setup() -> None:
         capture_jar()
         for version in VERSIONS:
             build_job(version)
+        for version in SQL_VERSIONS:
+            build_job(version, "sql")
     except LiveSetupError as exc:
         pytest.fail(f"live Flink tests cannot run: {exc}", pytrace=False)
 
@@ -122,7 +133,9 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> LiveSession:
     _require_setup()
     work = tmp_path_factory.mktemp("live")
     lake = Lake.from_env(work / "lake")
+    # Keys: the release for the DataStream job, "sql-" and the release for the SQL job.
     runs = {v: start_job(v, work / f"flink-{v}") for v in VERSIONS}
+    runs |= {f"sql-{v}": start_job(v, work / f"flink-sql-{v}", shape="sql") for v in SQL_VERSIONS}
     pollers = {v: RestPoller(run).start() for v, run in runs.items()}
     folders = [str(run.capture_dir) for run in runs.values()]
     ingests: list[Ingest] = []
@@ -139,17 +152,17 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> LiveSession:
         time.sleep(max(0.0, ROTATION_EVERY_S - (time.monotonic() - started)))
     finished: dict[str, VersionRun] = {}
     failures = []
-    for version, run in runs.items():
+    for key, run in runs.items():
         try:
             run.wait(max(1.0, deadline - time.monotonic()))
         finally:
-            pollers[version].stop().save(run.work / "rest.json")
+            pollers[key].stop().save(run.work / "rest.json")
         try:
             run.check()
         except AssertionError as exc:
             failures.append(str(exc))
-        finished[version] = VersionRun(
-            version, run, json.loads((run.work / "rest.json").read_text())
+        finished[key] = VersionRun(
+            run.version, run, json.loads((run.work / "rest.json").read_text())
         )
     if failures:
         pytest.fail("\n".join(failures), pytrace=False)
@@ -158,11 +171,17 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> LiveSession:
     ingest_s = time.monotonic() - began - flink_s
     # Each job's release decides the TimerGauge rules its gauge marts replay
     # (docs/flink-versions.md).
-    releases = {run.job_id: version for version, run in finished.items()}
+    releases = {run.job_id: run.version for run in finished.values()}
     build = dbt(
         "build", *BUILD_SELECT, "--vars", json.dumps({"flink_release_by_job": releases}), lake=lake
     )
-    session = LiveSession(lake, finished, ingests, build)
+    session = LiveSession(
+        lake,
+        {k: r for k, r in finished.items() if not k.startswith("sql-")},
+        ingests,
+        build,
+        sql_runs={k.removeprefix("sql-"): r for k, r in finished.items() if k.startswith("sql-")},
+    )
     session.seconds = {
         "flink_and_rotation": round(flink_s, 1),
         "final_ingest": round(ingest_s, 1),
@@ -178,6 +197,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> LiveSession:
 def figures(live: LiveSession) -> dict[str, dict]:
     """Per release, what the tests compared and matched; written when the session ends."""
     found: dict[str, dict] = {v: {"version": v} for v in live.runs}
+    found |= {f"sql-{v}": {"version": v, "shape": "sql"} for v in live.sql_runs}
     yield found
     work = next(iter(live.runs.values())).run.work.parent
     (work / "figures.json").write_text(json.dumps(found, indent=1))

@@ -288,7 +288,7 @@ def test_rotation_ingest_never_reads_a_half_file(live: LiveSession) -> None:
     assert landed_during > 0, "no ingest while the job ran found a finished file"
 
     final: dict[str, tuple[str, int]] = {}
-    for run in live.runs.values():
+    for run in [*live.runs.values(), *live.sql_runs.values()]:
         # gzip is the capture's default: every published file is a whole .jsonl.gz
         left = [p.name for p in run.capture_dir.iterdir() if not p.name.endswith(".jsonl.gz")]
         assert not left, f"Flink {run.version}: not a finished capture file: {left}"

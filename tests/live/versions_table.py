@@ -55,9 +55,23 @@ def _straddles(entry: dict) -> str:
 
 
 def table(figures: list[dict], status: dict[str, int], when: str) -> str:
+    """The DataStream job's row per release of the matrix, then the SQL job's table
+    for the releases it ran on, if any."""
+    jobs = _rows([f for f in figures if f.get("shape", "datastream") == "datastream"], status)
+    sql = [f for f in figures if f.get("shape") == "sql"]
+    text = f"{BEGIN}\nFrom `make test-live-all`, {when}.\n\n{HEADER}" + "\n".join(jobs)
+    if sql:
+        ran = [f["version"] for f in sql]
+        rows = _rows(sql, status, tuple(v for v in MATRIX if v in ran))
+        text += "\n\nThe Flink SQL job (tests/live/job/LiveSqlJob.java):\n\n" + HEADER
+        text += "\n".join(rows)
+    return text + f"\n{END}"
+
+
+def _rows(figures: list[dict], status: dict[str, int], versions: tuple[str, ...] = MATRIX) -> list:
     by_version = {entry["version"]: entry for entry in figures}
     rows = []
-    for version in MATRIX:
+    for version in versions:
         java = "11" if version.startswith("1.") else "17"
         if version not in status:
             rows.append(f"| {version} | {java} | not run in this session | | | | |")
@@ -72,7 +86,7 @@ def table(figures: list[dict], status: dict[str, int], when: str) -> str:
             f"{_straddles(entry)}"
             f" | {_pair(entry, 'rest_watermark_readings_equal', 'rest_watermark_readings')} |"
         )
-    return f"{BEGIN}\nFrom `make test-live-all`, {when}.\n\n{HEADER}" + "\n".join(rows) + f"\n{END}"
+    return rows
 
 
 def pairs(versions: tuple[str, ...] = MATRIX) -> list[str]:
