@@ -58,7 +58,7 @@ SQL_VERSIONS = tuple(
     if v.strip()
 )
 ROTATION_EVERY_S = 4.0
-JOB_TIMEOUT_S = 150
+JOB_TIMEOUT_S = 240
 GAUGE_MART = "fct_subtask_flink_gauges"
 CONFORMANCE_MARTS = ("fct_gauge_conformance", "fct_valve_conformance", "fct_capture_conformance")
 BUILD_SELECT = [
