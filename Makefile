@@ -13,11 +13,15 @@ DEMO_DATA ?= demo-data
 DEMO_REPORT ?= report.html
 BENCH_EVENTS ?= 5000000
 BENCH_SCALE_SUBTASKS ?= 1000
+# test-live-all: its pairs of releases (default: every release of docs/flink-versions.md) and
+# where each pair's figures and pytest exit status are gathered.
+LIVE_ALL_PAIRS ?= $(shell $(BIN)/python -m tests.live.versions_table pairs 2>/dev/null)
+LIVE_ALL_WORK ?= live-all
 # Twelve: the first two minutes of a new process build from scratch and compile Spark's code;
 # issue 11 asks for ten minutes in a row kept, and the report names the longest such run.
 BENCH_SCALE_MINUTES ?= 12
 
-.PHONY: help install demo test test-unit test-live test-deep lint format bench clean
+.PHONY: help install demo test test-unit test-live test-live-all test-deep lint format bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -51,8 +55,21 @@ test: install capture  ## lint, then every test but the long ones (unit, Spark, 
 test-unit: install  ## only the pure Python tests: no Spark, dbt or JVM (seconds)
 	$(BIN)/pytest -n 2 tests/unit tests/live/test_matching.py
 
-test-live: install capture  ## only the live tests: a real Flink job (1.20.5 and 2.2.0), captured, ingested, built
+test-live: install capture  ## only the live tests: a real Flink job (1.15.4 and 2.3.0), captured, ingested, built
 	$(BIN)/pytest -m live tests/live
+
+test-live-all: install capture  ## the live tests on every release from Flink 1.15 to 2.3, two at a time (about 25 min); the table of docs/flink-versions.md
+	@rm -rf $(LIVE_ALL_WORK) && mkdir -p $(LIVE_ALL_WORK)
+	@status=0; for pair in $(LIVE_ALL_PAIRS); do \
+	  echo "--- live tests on Flink $$pair"; \
+	  TIDEMARK_LIVE_VERSIONS=$$pair TIDEMARK_LIVE_FIGURES=$(CURDIR)/$(LIVE_ALL_WORK)/figures.jsonl \
+	    $(BIN)/pytest -m live tests/live; code=$$?; \
+	  echo "$$pair $$code" >> $(LIVE_ALL_WORK)/status; [ $$code = 0 ] || status=1; \
+	done; \
+	$(BIN)/python -m tests.live.versions_table table $(LIVE_ALL_WORK)/figures.jsonl \
+	  $(LIVE_ALL_WORK)/status docs/flink-versions.md; \
+	echo "--- docs/flink-versions.md: $$(cat $(LIVE_ALL_WORK)/status | tr '\n' ';')"; \
+	exit $$status
 
 test-deep: install  ## the long property runs (incremental vs full refresh), the gauge reference with window 5, and a Spark standalone cluster against local mode (slow; CI runs it)
 	TIDEMARK_PROPERTY_EXAMPLES=$${TIDEMARK_PROPERTY_EXAMPLES:-8} \
@@ -84,4 +101,4 @@ capture:  ## build capture/build/tidemark-capture.jar (Flink metric reporter + J
 	capture/build.sh
 
 clean:  ## remove the demo lake, generated data and dbt's output (keeps .venv)
-	rm -rf lake demo-data bench-data target logs
+	rm -rf lake demo-data bench-data target logs live-all

@@ -8,13 +8,18 @@
     State machine (T2, T3, T11): after a `start` the gauge measures and after an `end` it does not,
     whatever it did before, except a `start` at clock 0 (T1). So the state before an event is the
     last start/end before it, and the time an `end` or `update` adds while measuring is its ts_ms
-    minus the anchor (updTS): the last effective `start` or `update` before it.
+    minus the anchor (updTS): the last effective `start` or `update` before it. Before FLINK-35764
+    (Flink 1.15 to 1.18, flink-semantics.md 2.4) an `end` adds the time since the last effective
+    `start` instead, so a measurement spanning an update counts its part before the update twice.
 
     Value (T5, T6, T12): the sum of the last min(k, N) slots divided by 5 * min(k, N), truncated,
-    clamped to [0, 1000]. A changed task replays all its events: a round depends on every event
+    clamped to [0, 1000]. N and the `end` rule follow each job's Flink release
+    (tidemark_gauge_rules_by_job: N = 1 before 1.17, which had no ring). A changed task replays all its events: a round depends on every event
     before it (the ring, the open measurement), and captured tasks are few next to their events.
 -#}
 {%- set slots = tidemark_gauge_window_slots() | int -%}
+{%- set task_slots = tidemark_gauge_rules_by_job('job_id', 'slots') -%}
+{%- set one_window = task_slots | trim == slots | string -%}
 
 with
 
@@ -73,7 +78,10 @@ gauge_events as (
         bronze_timer_events.seq,
         bronze_timer_events.ts_ms,
         bronze_timer_events.action,
-        bronze_timer_events.published
+        bronze_timer_events.published,
+        {{ tidemark_gauge_rules_by_job('bronze_timer_events.job_id', 'slots') }} as window_slots,
+        {{ tidemark_gauge_rules_by_job('bronze_timer_events.job_id', 'counts_from_start') }}
+            as is_end_counted_from_start
     from bronze_timer_events
     left semi join captured_tasks
         on
@@ -122,12 +130,17 @@ with_anchor as (
                 when action = 'update' or (action = 'start' and not was_measuring) then ts_ms
             end,
             true
-        ) over (
-            partition by job_id, vertex_id, subtask_index, attempt, gauge
-            order by seq
-            rows between unbounded preceding and 1 preceding
-        ) as anchor_ms
+        ) over earlier_events as anchor_ms,
+        -- startTS: the last effective start before this event (an `end`'s anchor before FLINK-35764).
+        last_value(
+            case when action = 'start' and not was_measuring then ts_ms end, true
+        ) over earlier_events as start_anchor_ms
     from with_state
+    window earlier_events as (
+        partition by job_id, vertex_id, subtask_index, attempt, gauge
+        order by seq
+        rows between unbounded preceding and 1 preceding
+    )
 
 ),
 
@@ -137,6 +150,8 @@ increments as (
         *,
         -- T3/T4/T10/T13: what an end or update adds while measuring; negative if the clock ran back.
         case
+            when was_measuring and action = 'end' and is_end_counted_from_start
+                then ts_ms - start_anchor_ms
             when was_measuring and action in ('end', 'update') then ts_ms - anchor_ms
             else 0
         end as increment_ms
@@ -154,6 +169,7 @@ slots as (
         attempt,
         gauge,
         round_no,
+        max(window_slots) as window_slots,
         sum(increment_ms) as slot_ms,
         max(case when action = 'update' then seq end) as update_seq,
         max(case when action = 'update' then ts_ms end) as update_ms,
@@ -169,12 +185,21 @@ windowed as (
     select
         slots.*,
         -- T6: the slots written so far, at most the ring's size.
-        least(round_no, {{ slots }}) as written_slots,
-        sum(slot_ms) over (
-            partition by job_id, vertex_id, subtask_index, attempt, gauge
-            order by round_no
-            rows between {{ slots - 1 }} preceding and current row
+        least(round_no, window_slots) as written_slots,
+        {% if one_window -%}
+        sum(slot_ms) over ring as ring_ms,
+        {%- else -%}
+        -- Jobs' rings differ in size (their releases do): the last window_slots of the largest ring.
+        aggregate(
+            slice(
+                collect_list(slot_ms) over ring,
+                -least(round_no, window_slots),
+                least(round_no, window_slots)
+            ),
+            0L,
+            (total, slot) -> total + slot
         ) as ring_ms,
+        {%- endif %}
         -- T9: never windowed, never clamped.
         sum(slot_ms) over (
             partition by job_id, vertex_id, subtask_index, attempt, gauge
@@ -182,6 +207,11 @@ windowed as (
             rows between unbounded preceding and current row
         ) as accumulated_ms
     from slots
+    window ring as (
+        partition by job_id, vertex_id, subtask_index, attempt, gauge
+        order by round_no
+        rows between {{ slots - 1 }} preceding and current row
+    )
 
 ),
 

@@ -22,11 +22,29 @@ ROOT = Path(__file__).resolve().parents[2]
 CAPTURE = ROOT / "capture"
 BUILD = CAPTURE / "build"
 JAR = BUILD / "tidemark-capture.jar"
-VERSIONS = ("1.20.5", "2.2.0")
-# Contract §6: one jar for Java 11, 17 and 21. 17 is this machine's JDK (`java`); 11 and 21 are
-# runtimes from PyPI (capture/java-runtime.sh).
-JAVAS = ("17", "11", "21")
-RUNTIMES = [(v, j) for v in VERSIONS for j in JAVAS]
+# One release of each TimerGauge / valve layout the jar handles (docs/flink-versions.md): 1.15 to
+# 1.16 (no slot ring, no StartStopListener, the valve's channels in an array), 1.17 to 1.18 (a ring,
+# no listener), 1.19 to 1.20 (a ring and listeners; the build's own release) and 2.x (the newest).
+# TIDEMARK_CAPTURE_VERSIONS (comma-separated) replaces them: `make test-live-all` runs every
+# release.
+VERSIONS = tuple(
+    v.strip()
+    for v in os.environ.get("TIDEMARK_CAPTURE_VERSIONS", "1.15.4,1.17.2,1.20.5,2.3.0").split(",")
+    if v.strip()
+)
+# Contract §6: one jar on the Java each release supports: 11 for every release, 17 and 21 from 1.20
+# on (here: 1.20.5 and 2.x; 17 is also this machine's JDK, `java`). 11 and 21 are runtimes from
+# PyPI (capture/java-runtime.sh).
+RUNTIMES = [
+    (v, j)
+    for v in VERSIONS
+    for j in (("17", "11", "21") if v.startswith(("1.20.", "2.")) else ("11",))
+]
+
+
+def needs_agent_for_updates(version: str) -> bool:
+    """1.15 and 1.16: TimerGauge has no slot ring; the agent adds the reporter's update counter."""
+    return version.startswith(("1.15.", "1.16."))
 
 
 @pytest.fixture(scope="session")
@@ -119,11 +137,15 @@ def test_timer_records_carry_the_gauges_own_readings(
 ) -> None:
     """T1-T3, T11, T14, V1-V4 on Flink's real TimerGauge: start/end ts_ms are the gauge's own clock
     readings, each update has the value the gauge published and sits between its neighbours in seq
-    order, double calls and operator-scope gauges give nothing."""
+    order, double calls and operator-scope gauges give nothing. With listeners (1.19 on) and
+    without (starts and ends told by the clock readings); on 1.15 and 1.16 with the agent's update
+    counter."""
+    agent = f"dir={tmp_path}" if needs_agent_for_updates(version) else None
     facts, _ = run_java(
         [str(built / "test-classes"), str(JAR), flink_dist(version)],
         "tidemark.capture.TimerGaugeTest",
         str(tmp_path),
+        agent=agent,
         java_major=java_major,
     )
     assert facts["dropped"] == 0 and facts["errors"] == 0
@@ -142,6 +164,27 @@ def test_timer_records_carry_the_gauges_own_readings(
     for e in expected:
         e.pop("published_unknown", None)  # see TimerGaugeTest: optional there
     assert got == expected
+
+
+@pytest.mark.parametrize("version", [v for v in VERSIONS if needs_agent_for_updates(v)])
+def test_without_a_ring_or_the_agent_update_records_are_absent(
+    built: Path, version: str, tmp_path: Path
+) -> None:
+    """Contract §6 safety on 1.15 / 1.16 with the reporter alone: TimerGauge has no slot ring, so
+    the updates of a gauge that is not measuring cannot be seen: no update record at all (never a
+    partial set, which would misnumber rounds), one log line saying so, every start and end kept."""
+    run = subprocess.run(
+        [java("11"), "-cp", os.pathsep.join([str(built / "test-classes"), str(JAR),
+         flink_dist(version)]), "tidemark.capture.TimerGaugeTest", str(tmp_path)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    # The program's own check of the expected records fails without update records: only the
+    # files count here.
+    recs = records(tmp_path)
+    check_seqs(recs)
+    assert [r["action"] for r in sorted(recs, key=lambda r: r["seq"])] == ["start", "end"] * 3
+    said = [line for line in run.stderr.splitlines() if "update records disabled" in line]
+    assert len(said) == 1 and f"Flink {version}" in said[0], run.stderr
 
 
 def test_rotation_publishes_only_complete_files(built: Path, tmp_path: Path) -> None:

@@ -1,15 +1,22 @@
-"""The live session: the test job on two Flink versions at once, captured, ingested, built.
+"""The live session: the test job on two Flink releases at once, captured, ingested, built.
 
 One session fixture does everything the live tests read, once, to stay within a few minutes on
 two cores:
 
-1. builds the job for Flink 1.20.5 and 2.2.0 and starts both at the same time, each with the
-   capture attached as contract §6 says and a capture folder of its own, and polls each one's
-   REST API about every second (tests/live/flink_job.py);
+1. builds the job for the oldest and the newest supported release (Flink 1.15.4 and 2.3.0;
+   ``TIDEMARK_LIVE_VERSIONS`` names others, as ``make test-live-all`` does two at a time) and
+   starts both at the same time, each with the capture attached as contract §6 says and a
+   capture folder of its own, and polls each one's REST API about every second
+   (tests/live/flink_job.py);
 2. while they write, runs ``tidemark ingest DIR_1 DIR_2`` into one fresh lake every
    ``ROTATION_EVERY_S`` seconds (the rotation test reads these runs), and once more at the end;
 3. runs one ``dbt build`` of what the tests read (no unit tests; data tests only where all their
-   parents are built).
+   parents are built), telling the gauge marts each job's release (var ``flink_release_by_job``).
+
+The tests put their counts (compared, matched, REST readings) into the session's figures, written
+at the end to ``figures.json`` in the session's folder and appended, one JSON line per release,
+to ``TIDEMARK_LIVE_FIGURES`` when set (``make test-live-all`` makes docs/flink-versions.md's
+table from them).
 
 Nothing is skipped: without Java, javac, Flink's jars or the capture jar the fixture fails with
 one line that says what is missing.
@@ -18,6 +25,7 @@ one line that says what is missing.
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,9 +43,22 @@ from tests.live.flink_job import (
 )
 from tidemark.lake import Lake
 
-VERSIONS = ("1.20.5", "2.2.0")
+# The oldest and the newest release the capture supports: `make test-live`. `make test-live-all`
+# runs every release of docs/flink-versions.md, two at a time, through TIDEMARK_LIVE_VERSIONS.
+VERSIONS = tuple(
+    v.strip()
+    for v in os.environ.get("TIDEMARK_LIVE_VERSIONS", "1.15.4,2.3.0").split(",")
+    if v.strip()
+)
+# The releases the Flink SQL job (tests/live/job/LiveSqlJob.java) runs on, next to the DataStream
+# job: by default the same; TIDEMARK_LIVE_SQL_VERSIONS names others ("" for none).
+SQL_VERSIONS = tuple(
+    v.strip()
+    for v in os.environ.get("TIDEMARK_LIVE_SQL_VERSIONS", ",".join(VERSIONS)).split(",")
+    if v.strip()
+)
 ROTATION_EVERY_S = 4.0
-JOB_TIMEOUT_S = 150
+JOB_TIMEOUT_S = 240
 GAUGE_MART = "fct_subtask_flink_gauges"
 CONFORMANCE_MARTS = ("fct_gauge_conformance", "fct_valve_conformance", "fct_capture_conformance")
 BUILD_SELECT = [
@@ -91,6 +112,8 @@ class LiveSession:
     ingests: list[Ingest]
     build: Result
     seconds: dict[str, float] = field(default_factory=dict)
+    # The SQL job's runs, by release.
+    sql_runs: dict[str, VersionRun] = field(default_factory=dict)
 
 
 def _require_setup() -> None:
@@ -98,6 +121,8 @@ def _require_setup() -> None:
         capture_jar()
         for version in VERSIONS:
             build_job(version)
+        for version in SQL_VERSIONS:
+            build_job(version, "sql")
     except LiveSetupError as exc:
         pytest.fail(f"live Flink tests cannot run: {exc}", pytrace=False)
 
@@ -108,7 +133,9 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> LiveSession:
     _require_setup()
     work = tmp_path_factory.mktemp("live")
     lake = Lake.from_env(work / "lake")
+    # Keys: the release for the DataStream job, "sql-" and the release for the SQL job.
     runs = {v: start_job(v, work / f"flink-{v}") for v in VERSIONS}
+    runs |= {f"sql-{v}": start_job(v, work / f"flink-sql-{v}", shape="sql") for v in SQL_VERSIONS}
     pollers = {v: RestPoller(run).start() for v, run in runs.items()}
     folders = [str(run.capture_dir) for run in runs.values()]
     ingests: list[Ingest] = []
@@ -125,25 +152,36 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> LiveSession:
         time.sleep(max(0.0, ROTATION_EVERY_S - (time.monotonic() - started)))
     finished: dict[str, VersionRun] = {}
     failures = []
-    for version, run in runs.items():
+    for key, run in runs.items():
         try:
             run.wait(max(1.0, deadline - time.monotonic()))
         finally:
-            pollers[version].stop().save(run.work / "rest.json")
+            pollers[key].stop().save(run.work / "rest.json")
         try:
             run.check()
         except AssertionError as exc:
             failures.append(str(exc))
-        finished[version] = VersionRun(
-            version, run, json.loads((run.work / "rest.json").read_text())
+        finished[key] = VersionRun(
+            run.version, run, json.loads((run.work / "rest.json").read_text())
         )
     if failures:
         pytest.fail("\n".join(failures), pytrace=False)
     flink_s = time.monotonic() - began
     ingest(while_running=False)
     ingest_s = time.monotonic() - began - flink_s
-    build = dbt("build", *BUILD_SELECT, lake=lake)
-    session = LiveSession(lake, finished, ingests, build)
+    # Each job's release decides the TimerGauge rules its gauge marts replay
+    # (docs/flink-versions.md).
+    releases = {run.job_id: run.version for run in finished.values()}
+    build = dbt(
+        "build", *BUILD_SELECT, "--vars", json.dumps({"flink_release_by_job": releases}), lake=lake
+    )
+    session = LiveSession(
+        lake,
+        {k: r for k, r in finished.items() if not k.startswith("sql-")},
+        ingests,
+        build,
+        sql_runs={k.removeprefix("sql-"): r for k, r in finished.items() if k.startswith("sql-")},
+    )
     session.seconds = {
         "flink_and_rotation": round(flink_s, 1),
         "final_ingest": round(ingest_s, 1),
@@ -153,3 +191,18 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> LiveSession:
     (work / "timings.json").write_text(json.dumps(session.seconds))
     print(f"\nlive session under {work}: {session.seconds}")
     return session
+
+
+@pytest.fixture(scope="session")
+def figures(live: LiveSession) -> dict[str, dict]:
+    """Per release, what the tests compared and matched; written when the session ends."""
+    found: dict[str, dict] = {v: {"version": v} for v in live.runs}
+    found |= {f"sql-{v}": {"version": v, "shape": "sql"} for v in live.sql_runs}
+    yield found
+    work = next(iter(live.runs.values())).run.work.parent
+    (work / "figures.json").write_text(json.dumps(found, indent=1))
+    target = os.environ.get("TIDEMARK_LIVE_FIGURES")
+    if target:
+        with open(target, "a") as out:
+            for entry in found.values():
+                out.write(json.dumps({**entry, "seconds": live.seconds}) + "\n")

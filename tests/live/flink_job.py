@@ -1,12 +1,13 @@
 """The live test job: build it per Flink version, run it in a local MiniCluster, poll its REST API.
 
-The job (tests/live/job/LiveJob.java) is compiled with ``javac`` against the jars that
-``capture/flink-jars.sh VERSION`` installs from PyPI, once per version and source content, into
-``capture/build/live-job-VERSION/``. It runs with plain ``java -cp`` and serves Flink's REST API
-on 127.0.0.1. With a capture directory, tidemark's capture is attached exactly as contract §6
-says: the jar on the classpath with ``metrics.reporter.tidemark.*`` in the configuration (the job
-sets those from ``--capture-dir``), and ``-javaagent:tidemark-capture.jar=dir=DIR`` on the
-``java`` command.
+The job (tests/live/job/LiveJob.java, or the SQL job LiveSqlJob.java: ``shape="sql"``) is
+compiled with ``javac`` against the jars that ``capture/flink-jars.sh VERSION`` installs from
+PyPI, once per version and source content, into ``capture/build/live-job-VERSION/`` (or
+``live-sql-job-VERSION/``). It runs with plain ``java -cp`` on the Java the release
+supports (:func:`java_major`) and serves Flink's REST API on 127.0.0.1. With a capture
+directory, tidemark's capture is attached exactly as contract §6 says: the jar on the classpath
+with ``metrics.reporter.tidemark.*`` in the configuration (the job sets those from
+``--capture-dir``), and ``-javaagent:tidemark-capture.jar=dir=DIR`` on the ``java`` command.
 
 While the job runs, :class:`RestPoller` reads, about every second, Flink's own figures for every
 vertex and subtask: ``idleTimeMsPerSecond``, ``backPressuredTimeMsPerSecond`` and
@@ -30,10 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCE = Path(__file__).resolve().parent / "job" / "LiveJob.java"
 BUILD = ROOT / "capture" / "build"
 CAPTURE_JAR = BUILD / "tidemark-capture.jar"
-MAIN_CLASS = "tidemark.live.LiveJob"
+# The job shapes: the DataStream job (LiveJob.java) and the Flink SQL job (LiveSqlJob.java).
+SHAPES = {"datastream": "LiveJob", "sql": "LiveSqlJob"}
 GAUGES = ("idleTimeMsPerSecond", "backPressuredTimeMsPerSecond", "busyTimeMsPerSecond")
 # How often Flink's MetricFetcher may refresh what REST serves (metrics.fetcher.update-interval,
 # rule V5). The live job sets it lower than Flink's default 10 s so that each REST reading pins
@@ -67,6 +68,33 @@ def _tool(name: str) -> str:
     return found
 
 
+def java_major(version: str) -> str:
+    """The Java a release runs on here: 11 for the 1.x line (1.15 to 1.17 support no newer), 17 for
+    2.x (this machine's JDK)."""
+    return "11" if version.startswith("1.") else "17"
+
+
+def java_for(version: str) -> str:
+    """The ``java`` for ``version``: the machine's for 17, else a runtime from PyPI
+    (capture/java-runtime.sh)."""
+    major = java_major(version)
+    if major == "17":
+        return _tool("java")
+    done = subprocess.run(
+        [str(ROOT / "capture" / "java-runtime.sh"), major],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    java = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    if done.returncode != 0 or not Path(java).is_file():
+        raise LiveSetupError(
+            f"a Java {major} runtime for Flink {version} could not be installed by"
+            " capture/java-runtime.sh: " + (done.stderr.strip().splitlines() or ["no output"])[-1]
+        )
+    return java
+
+
 def flink_lib(version: str) -> Path:
     """The folder of Flink ``version``'s jars, installed from PyPI on first use."""
     done = subprocess.run(
@@ -84,20 +112,27 @@ def flink_lib(version: str) -> Path:
     return lib
 
 
-def build_job(version: str) -> Path:
-    """The job's classes for ``version`` (compiled once per version and source content)."""
+def _source(shape: str) -> Path:
+    return Path(__file__).resolve().parent / "job" / f"{SHAPES[shape]}.java"
+
+
+def build_job(version: str, shape: str = "datastream") -> Path:
+    """The classes of the job of ``shape`` for ``version`` (compiled once per version and source
+    content)."""
     lib = flink_lib(version)
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
-    target = BUILD / f"live-job-{version}"
+    source = _source(shape)
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    name = "live-job" if shape == "datastream" else f"live-{shape}-job"
+    target = BUILD / f"{name}-{version}"
     stamp = target / ".source-sha256"
     if stamp.exists() and stamp.read_text() == digest:
         return target
-    partial = BUILD / f".live-job-{version}.{os.getpid()}"
+    partial = BUILD / f".{name}-{version}.{os.getpid()}"
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     done = subprocess.run(
         [_tool("javac"), "--release", "11", "-Xlint:-options", "-cp", f"{lib}/*",
-         "-d", str(partial), str(SOURCE)],
+         "-d", str(partial), str(source)],
         capture_output=True,
         text=True,
         check=False,
@@ -105,7 +140,7 @@ def build_job(version: str) -> Path:
     if done.returncode != 0:
         shutil.rmtree(partial, ignore_errors=True)
         raise LiveSetupError(
-            f"the live job does not compile against Flink {version}:\n{done.stderr}"
+            f"the live {shape} job does not compile against Flink {version}:\n{done.stderr}"
         )
     (partial / ".source-sha256").write_text(digest)
     shutil.rmtree(target, ignore_errors=True)
@@ -180,13 +215,15 @@ def start_job(
     bench: bool = False,
     port: int | None = None,
     extra_args: tuple[str, ...] = (),
+    shape: str = "datastream",
 ) -> JobRun:
-    """Start the job for ``version`` in the background; its folders are under ``work``.
+    """Start the job of ``shape`` for ``version`` in the background; its folders are under
+    ``work``.
 
     With ``capture``, the capture writes into ``work/capture``, attached as contract §6 says.
     """
-    java = _tool("java")
-    classes = build_job(version)
+    java = java_for(version)
+    classes = build_job(version, shape)
     lib = flink_lib(version)
     work.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
@@ -203,7 +240,8 @@ def start_job(
         capture_dir.mkdir(exist_ok=True)
         classpath.append(str(jar))
         command.append(f"-javaagent:{jar}=dir={capture_dir}")
-    command += ["-cp", os.pathsep.join(classpath), MAIN_CLASS, "--rest-port", str(port)]
+    main_class = f"tidemark.live.{SHAPES[shape]}"
+    command += ["-cp", os.pathsep.join(classpath), main_class, "--rest-port", str(port)]
     command += ["--fetcher-interval-ms", str(FETCHER_INTERVAL_MS)]
     if capture_dir is not None:
         command += ["--capture-dir", str(capture_dir)]

@@ -20,7 +20,11 @@ against a subtask's timeline of states built from tidemark's marts:
 * watermarks (``fct_task_watermarks``): a change is in effect from its ``valid_from_ms`` until
   the attempt's next change; the attempt's last one until the next attempt's first change.
   A reading other than Flink's "no watermark" (Long.MIN_VALUE) matches if it equals the
-  ``watermark_ms`` of a change in effect in its window.
+  ``watermark_ms`` of a change in effect in its window. A task with several inputs is the
+  exception: its ``currentInputWatermark`` is Flink's ``MinWatermarkGauge``, the min of each
+  input's last watermark (every release from 1.15 to 2.3), idle inputs included, not the task's
+  clock (C4 leaves idle inputs out). Its timeline is that min, from ``fct_valve_emissions``
+  (each input's valve outputs), in effect from the running max ``ts_ms`` of the emissions.
 
 The timeline is per subtask, across its attempts: REST serves the metrics of the attempt that
 was current when the MetricFetcher fetched them, while the attempt it names in the vertex
@@ -194,6 +198,43 @@ def watermark_timelines(rows: list[dict]) -> dict[Subtask, list[State]]:
     for subtask, attempts in by_subtask.items():
         flat = {a: [(o[0], v, None) for o, v in sorted(changes)] for a, changes in attempts.items()}
         timelines[subtask] = _timeline(flat, ())
+    return timelines
+
+
+def input_watermark_timelines(
+    task_rows: list[dict], emission_rows: list[dict]
+) -> dict[Subtask, list[State]]:
+    """Per subtask, the ``currentInputWatermark`` Flink publishes over time: for a one-input task
+    its clock (``fct_task_watermarks``), for a task with several inputs the min of each input's
+    last watermark, idle or not (Flink's MinWatermarkGauge over one WatermarkGauge per input,
+    set as the input's valve emits a watermark), from ``fct_valve_emissions``."""
+    inputs: dict[tuple[str, int], set[int]] = defaultdict(set)
+    for row in emission_rows:
+        inputs[(row["vertex_id"], row["subtask_index"])].add(row["input_index"])
+    several = {subtask for subtask, found in inputs.items() if len(found) > 1}
+    timelines = watermark_timelines(
+        [r for r in task_rows if (r["vertex_id"], r["subtask_index"]) not in several]
+    )
+    by_task: dict[tuple[str, int, int], list[dict]] = defaultdict(list)
+    for row in emission_rows:
+        if (row["vertex_id"], row["subtask_index"]) in several:
+            by_task[(row["vertex_id"], row["subtask_index"], row["attempt"])].append(row)
+    by_subtask: dict[Subtask, dict[int, list]] = defaultdict(dict)
+    for (vertex_id, subtask_index, attempt), rows in by_task.items():
+        last = dict.fromkeys(inputs[(vertex_id, subtask_index)], NO_WATERMARK)
+        shown, effective, changes = NO_WATERMARK, -math.inf, []
+        for row in sorted(rows, key=lambda r: (r["seq"], r["emission_index"], r["input_index"])):
+            effective = max(effective, row["ts_ms"])
+            if row["kind"] != "watermark":
+                continue
+            last[row["input_index"]] = row["watermark_ms"]
+            if min(last.values()) != shown:
+                shown = min(last.values())
+                changes.append((effective, shown, None))
+        if changes:
+            by_subtask[(vertex_id, subtask_index)][attempt] = changes
+    for subtask, attempts in by_subtask.items():
+        timelines[subtask] = _timeline(attempts, ())
     return timelines
 
 

@@ -6,6 +6,7 @@ from tests.live.matching import (
     INITIAL,
     NO_WATERMARK,
     gauge_timelines,
+    input_watermark_timelines,
     match,
     watermark_timelines,
 )
@@ -211,6 +212,49 @@ def test_watermark_readings_match_changes_in_their_window() -> None:
         assert missed
     _, missed = match([_watermark(9_500, 9_510, 2_500)], timelines, 100)
     assert missed  # attempt 1 has its own watermark from 9_000 on
+
+
+def _emission(
+    ts: int, seq: int, input_index: int, watermark: int | None, status: str | None = None
+) -> dict:
+    return {
+        "vertex_id": "v",
+        "subtask_index": 0,
+        "attempt": 0,
+        "input_index": input_index,
+        "seq": seq,
+        "ts_ms": ts,
+        "emission_index": 0,
+        "kind": "status" if status else "watermark",
+        "watermark_ms": watermark,
+        "status": status,
+    }
+
+
+def test_a_two_input_tasks_reading_is_the_min_of_its_inputs_idle_ones_included() -> None:
+    """Flink's currentInputWatermark of a two-input task is MinWatermarkGauge: the min of each
+    input's last watermark, whether the input is idle or not (seen live on Flink 1.15.4, whose
+    join's input 0 goes idle under back pressure at 5_905 while input 1 moves on: REST showed
+    5_905 for seconds while the task's clock, C4, was 5_940). Its clock is not what REST shows."""
+    clock = [_change(1_000, 3, 5_806), _change(1_200, 5, 5_940)]  # input 0 idle from seq 2 on
+    emissions = [
+        _emission(900, 1, 0, 5_905),
+        _emission(900, 2, 0, None, "IDLE"),
+        _emission(1_000, 3, 1, 5_806),
+        _emission(1_200, 5, 1, 5_940),
+    ]
+    timelines = input_watermark_timelines(clock, emissions)
+    stuck = [_watermark(3_000, 3_010, 5_905)]
+    matched, missed = match(stuck, timelines, 1_000)
+    assert len(matched) == 1 and not missed
+    assert match([_watermark(3_000, 3_010, 5_940)], timelines, 1_000)[1]  # never the min
+    assert match(stuck, watermark_timelines(clock), 1_000)[1]  # the clock never showed 5_905
+    # Before both inputs have a watermark, Flink shows Long.MIN_VALUE: nothing to match.
+    assert match([_watermark(950, 960, 5_905)], timelines, 10)[1]
+    # A one-input task's reading is its clock.
+    one = [{**_change(1_000, 1, 700), "vertex_id": "w"}]
+    alone = input_watermark_timelines(one, [{**_emission(1_000, 1, 0, 700), "vertex_id": "w"}])
+    assert match([{**_watermark(1_500, 1_510, 700), "vertex_id": "w"}], alone, 100)[0]
 
 
 def test_a_dump_can_add_one_rounds_soft_back_pressure_to_the_others_hard() -> None:

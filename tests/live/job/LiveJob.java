@@ -8,19 +8,21 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.FlatMapFunction;
 import org.apache.flink.api.common.functions.MapFunction;
-import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.functions.RichMapFunction;
+import org.apache.flink.api.common.functions.RuntimeContext;
 import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.ProcessFunction;
 import org.apache.flink.streaming.api.functions.co.KeyedCoProcessFunction;
-import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
 import org.apache.flink.util.Collector;
 
 /**
- * tidemark's live test job: one source file for Flink 1.20.x and 2.x, run in a local MiniCluster.
+ * tidemark's live test job: one source file for every Flink release from 1.15 to 2.3, run in a local
+ * MiniCluster. It uses only API that all of them have: no open(OpenContext) (1.19 on) nor
+ * open(Configuration) (gone in 2.0), the subtask index through {@link #taskInfo}, and print() as the
+ * sink (SinkFunction's DiscardingSink is gone in 2.0, sink v2's came in 1.18), fed nothing.
  *
  * <pre>
  *   source-a -> pace-a -> pad-a ==forward==> watermarks-b (idleness 1 s) --keyBy--\
@@ -91,6 +93,7 @@ public final class LiveJob {
         conf.put("taskmanager.network.memory.max-buffers-per-channel", "2");
         conf.put("metrics.fetcher.update-interval", options.getOrDefault("fetcher-interval-ms", "10000"));
         conf.put("restart-strategy.type", "fixed-delay");
+        conf.put("restart-strategy", "fixed-delay"); // the key's name before 1.17
         conf.put("restart-strategy.fixed-delay.attempts", "3");
         conf.put("restart-strategy.fixed-delay.delay", "1 s");
         if (options.containsKey("capture-dir")) {
@@ -124,7 +127,7 @@ public final class LiveJob {
         DataStream<String> exploded =
                 joined.rebalance().flatMap(new Explode(explode, padding)).name("explode");
         exploded.rebalance().process(new Throttle(!bench)).name("throttle")
-                .sinkTo(new DiscardingSink<>()).name("discard");
+                .print().name("discard");
 
         long started = System.currentTimeMillis();
         env.execute(bench ? "tidemark-live-bench" : "tidemark-live");
@@ -158,14 +161,12 @@ public final class LiveJob {
         }
 
         @Override
-        public void open(OpenContext context) {
-            subtask = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
-            startMs = System.currentTimeMillis();
-        }
-
-        @Override
         public Long map(Long value) throws Exception {
             long now = System.currentTimeMillis();
+            if (count == 0) {
+                subtask = taskInfo(getRuntimeContext(), "getIndexOfThisSubtask");
+                startMs = now;
+            }
             if (rate > 0) {
                 if (!paused && subtask == pauseSubtask && now - startMs >= pauseAfterMs) {
                     paused = true;
@@ -228,20 +229,20 @@ public final class LiveJob {
         private final long failAfterMs;
         private transient long startMs;
         private transient boolean failing;
+        private transient boolean started;
 
         Join(long failAfterMs) {
             this.failAfterMs = failAfterMs;
         }
 
-        @Override
-        public void open(OpenContext context) {
-            startMs = System.currentTimeMillis();
-            failing = failAfterMs >= 0
-                    && getRuntimeContext().getTaskInfo().getIndexOfThisSubtask() == 0
-                    && getRuntimeContext().getTaskInfo().getAttemptNumber() == 0;
-        }
-
         private void check() {
+            if (!started) {
+                started = true;
+                startMs = System.currentTimeMillis();
+                failing = failAfterMs >= 0
+                        && taskInfo(getRuntimeContext(), "getIndexOfThisSubtask") == 0
+                        && taskInfo(getRuntimeContext(), "getAttemptNumber") == 0;
+            }
             if (failing && System.currentTimeMillis() - startMs >= failAfterMs) {
                 throw new IllegalStateException("tidemark live job: the planned failure of attempt 0");
             }
@@ -296,7 +297,25 @@ public final class LiveJob {
             if (slow && (now / 4000) % 2 == 0 && ++seen % 2 == 0) {
                 Thread.sleep(1);
             }
-            out.collect((long) value.length());
+            // nothing downstream: print() is only the job's sink
+        }
+    }
+
+    /**
+     * {@code getTaskInfo().NAME()} (1.19 on; RuntimeContext's own NAME() is gone in 2.0) or, before
+     * 1.19, {@code NAME()} of the RuntimeContext itself.
+     */
+    static int taskInfo(RuntimeContext context, String name) {
+        try {
+            try {
+                Object info = RuntimeContext.class.getMethod("getTaskInfo").invoke(context);
+                Class<?> type = Class.forName("org.apache.flink.api.common.TaskInfo");
+                return ((Number) type.getMethod(name).invoke(info)).intValue();
+            } catch (NoSuchMethodException e) {
+                return ((Number) RuntimeContext.class.getMethod(name).invoke(context)).intValue();
+            }
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("cannot read the task's " + name, e);
         }
     }
 }

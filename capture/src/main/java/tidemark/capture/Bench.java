@@ -66,11 +66,8 @@ public final class Bench {
         // what CaptureReporter.notifyOfAddedMetric does, on this capture instead of the shared one
         Task task = capture.task("bench", "vertex", 0, 0);
         java.lang.reflect.Field f = Reflect.field(TimerGauge.class, "clock");
-        RecordingClock.checkLayout();
-        RecordingClock clock = new RecordingClock((org.apache.flink.util.clock.Clock) f.get(gauge), capture, task,
-                "idle", gauge);
-        f.set(gauge, clock);
-        gauge.registerListener(clock);
+        CaptureReporter.release();
+        CaptureReporter.attach(gauge, f, capture, task, "idle");
     }
 
     /** ns per markStart / markEnd call. */

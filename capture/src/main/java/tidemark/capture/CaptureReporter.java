@@ -29,6 +29,8 @@ public final class CaptureReporter implements MetricReporter {
     private static volatile boolean timersDisabled;
     private static volatile boolean verticesDisabled;
     private static Field clockField;
+    private static boolean releaseChecked;
+    private static boolean hasListeners;
 
     private volatile Capture capture;
 
@@ -128,9 +130,7 @@ public final class CaptureReporter implements MetricReporter {
         if (f == null) {
             return;
         }
-        String layout = RecordingClock.checkLayout();
-        if (layout != null) {
-            disableTimers(layout);
+        if (!release()) {
             return;
         }
         int subtask = Integer.parseInt(vars.get("<subtask_index>"));
@@ -139,12 +139,7 @@ public final class CaptureReporter implements MetricReporter {
         Task task = c.task(jobId, vertexId, subtask, attempt);
         RecordingClock clock;
         try {
-            synchronized (gauge) {
-                Clock original = (Clock) f.get(gauge);
-                clock = new RecordingClock(original, c, task, timer, gauge);
-                f.set(gauge, clock);
-                gauge.registerListener(clock);
-            }
+            clock = attach(gauge, f, c, task, timer);
         } catch (Exception | LinkageError e) {
             disableTimers("cannot replace TimerGauge's clock (" + e + ")");
             return;
@@ -159,6 +154,67 @@ public final class CaptureReporter implements MetricReporter {
             }
         }
         probe.clocks.add(clock);
+    }
+
+    /** Replaces the gauge's clock with a recording one (after {@link #release()}). */
+    static RecordingClock attach(TimerGauge gauge, Field clockField, Capture c, Task task, String timer)
+            throws Exception {
+        synchronized (gauge) {
+            Clock original = (Clock) clockField.get(gauge);
+            if (hasListeners) {
+                // not typed here: on a Flink without StartStopListener, verifying this class must not load it
+                return ListeningClock.attach(original, c, task, timer, gauge, clockField);
+            }
+            RecordingClock clock = new RecordingClock(original, c, task, timer, gauge, false);
+            clockField.set(gauge, clock);
+            if (gauge.isMeasuring()) {
+                clock.event(0); // already measuring: its start time is in the gauge
+            }
+            return clock;
+        }
+    }
+
+    /**
+     * What this Flink's TimerGauge offers, checked once, with one log line for what it lacks: false when
+     * timers cannot be recorded at all. StartStopListeners (2.0, 1.19.x and 1.20.x patches) tell starts
+     * and ends; without them (1.15 to 1.18) the clock readings do. A slot ring (1.17 on) or the agent's
+     * update counter (1.15, 1.16) tells the updates of gauges that are not measuring; without either,
+     * no update records are written (tidemark then puts rounds on the 5 s epoch grid, contract §4).
+     */
+    static synchronized boolean release() {
+        if (releaseChecked) {
+            return !timersDisabled;
+        }
+        releaseChecked = true;
+        try {
+            Class.forName("org.apache.flink.runtime.metrics.TimerGauge$StartStopListener", false,
+                    TimerGauge.class.getClassLoader());
+            hasListeners = true;
+        } catch (ClassNotFoundException | LinkageError e) {
+            hasListeners = false;
+        }
+        if (!hasListeners && !RecordingClock.canReadTransitions()) {
+            disableTimers("TimerGauge has neither StartStopListeners nor 'long currentMeasurementStartTS'");
+            return false;
+        }
+        String updates = RecordingClock.checkLayout();
+        if (updates != null) {
+            Log.line("Flink " + flinkVersion() + ": " + updates
+                    + ": update records disabled (start and end records are written)");
+        } else if (!hasListeners) {
+            Log.line("Flink " + flinkVersion() + ": TimerGauge has no StartStopListener: starts and ends"
+                    + " are read from its clock");
+        }
+        return true;
+    }
+
+    static String flinkVersion() {
+        try {
+            Class<?> info = Class.forName("org.apache.flink.runtime.util.EnvironmentInformation");
+            return String.valueOf(info.getMethod("getVersion").invoke(null));
+        } catch (Throwable t) {
+            return "(version unknown)";
+        }
     }
 
     private static synchronized Field clockField() {

@@ -7,8 +7,12 @@ import org.apache.flink.util.clock.Clock;
 /**
  * Replaces a TimerGauge's clock and listens to it.
  *
- * <p>Start / end: the gauge reads its clock once per markStart / markEnd under its lock and then calls
- * its listeners (T1-T3, T14), so in a listener callback {@link #last} is exactly that {@code now}.
+ * <p>Start / end: the gauge reads its clock once per effective markStart / markEnd under its lock (T1-T3,
+ * T11). Where TimerGauge has StartStopListeners (2.0, 1.19.x and 1.20.x patches, T14) it then calls them,
+ * so in a listener callback ({@link ListeningClock}) {@link #last} is exactly that {@code now}. Where it
+ * has none (Flink 1.15 to 1.18) the reading itself is the transition: on a task thread it is a markStart
+ * if the gauge is not measuring at that moment (its {@code currentMeasurementStartTS} is 0), else a
+ * markEnd, read under the gauge's lock before the method changes anything.
  *
  * <p>Update (V1-V4): {@code update()} reads the clock only while the gauge is measuring. Such a reading
  * on Flink's view-updater thread is an update, recorded at once with the gauge's own reading. An update
@@ -18,11 +22,22 @@ import org.apache.flink.util.clock.Clock;
  * While the gauge is not measuring, an update's place between two transitions does not change any value,
  * so a seq taken then is exact; its ts_ms is the start of the view updater's round it belongs to.
  */
-final class RecordingClock extends Clock implements TimerGauge.StartStopListener {
+class RecordingClock extends Clock {
+    /** The view updater's thread: its own from 1.17 on; 1.15 and 1.16 run it on the registry's executor. */
     static final String VIEW_UPDATER_THREAD = "Flink-Metric-View-Updater";
+    static final String REGISTRY_THREAD = "Flink-MetricRegistry";
     static final long NONE = Long.MIN_VALUE;
+    /** The agent's update counter in a TimerGauge without a slot ring (Flink 1.15, 1.16). */
+    static final String UPDATE_COUNTER = "tidemark$updates";
+    /** More updates than this between two looks at a gauge (over an hour of 5 s rounds) is no update count. */
+    static final int MAX_MISSED = 1000;
+    /** TimerGauge's int that steps at every update: its slot index, or the agent's counter; null: none. */
     private static Field idxField;
-    private static Field valuesField;
+    /** The modulus of {@link #idxField}: the ring's slot count, or no wrap for the counter. */
+    private static int idxModulus;
+    private static Field startField;
+    private static String layoutProblem;
+    private static boolean layoutChecked;
 
     private final Clock delegate;
     private final Capture capture;
@@ -30,6 +45,8 @@ final class RecordingClock extends Clock implements TimerGauge.StartStopListener
     private final String timer;
     private final TimerGauge gauge;
     private final int slots;
+    /** False: no StartStopListener, so each clock reading on a task thread is the transition. */
+    private final boolean listening;
     /** Written and read under the gauge's lock. */
     long last = NONE;
     /** The slot index after the last update recorded (guarded by the gauge's lock). */
@@ -45,29 +62,60 @@ final class RecordingClock extends Clock implements TimerGauge.StartStopListener
     /** An update read inside update() whose published value is not known yet (guarded by the gauge's lock). */
     private Event pending;
 
-    /** Null when TimerGauge has no int idx / long[] values (update records then need the clock reading). */
+    /**
+     * Checks TimerGauge's layout once. Null when update records can be written: the gauge has a slot ring
+     * ({@code int idx}, {@code long[] values}, Flink 1.17 and later) or, without one (1.15, 1.16), the
+     * agent's update counter; otherwise why not (start and end records are written all the same).
+     */
     static synchronized String checkLayout() {
-        if (idxField == null) {
-            idxField = Reflect.field(TimerGauge.class, "idx");
-            valuesField = Reflect.field(TimerGauge.class, "values");
-            if (idxField == null || idxField.getType() != int.class || valuesField == null
-                    || valuesField.getType() != long[].class) {
-                idxField = null;
-                return "TimerGauge has no 'int idx' and 'long[] values'";
+        if (!layoutChecked) {
+            layoutChecked = true;
+            Field idx = Reflect.field(TimerGauge.class, "idx");
+            Field values = Reflect.field(TimerGauge.class, "values");
+            Field counter = Reflect.field(TimerGauge.class, UPDATE_COUNTER);
+            startField = Reflect.field(TimerGauge.class, "currentMeasurementStartTS");
+            if (idx != null && idx.getType() == int.class && values != null && values.getType() == long[].class) {
+                idxField = idx;
+                idxModulus = 0; // the ring's length, per gauge
+            } else if (counter != null && counter.getType() == int.class) {
+                idxField = counter;
+                idxModulus = Integer.MAX_VALUE;
+            } else {
+                layoutProblem = "TimerGauge has no slot ring ('int idx', 'long[] values': Flink 1.15 and 1.16)"
+                        + " and the java agent did not add its update counter";
             }
         }
-        return null;
+        return layoutProblem;
     }
 
-    RecordingClock(Clock delegate, Capture capture, Task task, String timer, TimerGauge gauge) throws Exception {
+    /** Whether TimerGauge has the field the transitions of a gauge without listeners are told by. */
+    static synchronized boolean canReadTransitions() {
+        checkLayout();
+        return startField != null && startField.getType() == long.class;
+    }
+
+    static boolean recordsUpdates() {
+        return checkLayout() == null;
+    }
+
+    RecordingClock(Clock delegate, Capture capture, Task task, String timer, TimerGauge gauge, boolean listening)
+            throws Exception {
         this.delegate = delegate;
         this.capture = capture;
         this.task = task;
         this.timer = timer;
         this.gauge = gauge;
+        this.listening = listening;
+        checkLayout();
         synchronized (gauge) {
-            this.slots = ((long[]) valuesField.get(gauge)).length;
-            this.recordedIdx = idxField.getInt(gauge);
+            if (idxField == null) {
+                this.slots = 1;
+            } else if (idxModulus == 0) {
+                this.slots = ((long[]) Reflect.field(TimerGauge.class, "values").get(gauge)).length;
+            } else {
+                this.slots = idxModulus;
+            }
+            this.recordedIdx = idxField == null ? 0 : idxField.getInt(gauge);
         }
         this.lastRecordTs = delegate.absoluteTimeMillis();
     }
@@ -77,7 +125,12 @@ final class RecordingClock extends Clock implements TimerGauge.StartStopListener
         long now = delegate.absoluteTimeMillis();
         last = now;
         try {
-            if (Thread.currentThread().getName().startsWith(VIEW_UPDATER_THREAD)) {
+            if (!onViewUpdater()) {
+                if (!listening) {
+                    // inside markStart / markEnd, under the gauge's lock, before it changes anything
+                    event(startField.getLong(gauge) == 0 ? 0 : 1);
+                }
+            } else if (idxField != null) {
                 // inside update(), under the gauge's lock, before it closes the slot
                 long round = Bursts.seen(now);
                 catchUp();
@@ -95,6 +148,15 @@ final class RecordingClock extends Clock implements TimerGauge.StartStopListener
         return now;
     }
 
+    /**
+     * Whether this thread is Flink's view updater. TimerGauge's markStart / markEnd run on task threads
+     * only, so any metric-registry thread reading a gauge's clock is in update().
+     */
+    static boolean onViewUpdater() {
+        String name = Thread.currentThread().getName();
+        return name.startsWith(VIEW_UPDATER_THREAD) || name.startsWith(REGISTRY_THREAD);
+    }
+
     @Override
     public long relativeTimeMillis() {
         return delegate.relativeTimeMillis();
@@ -105,17 +167,8 @@ final class RecordingClock extends Clock implements TimerGauge.StartStopListener
         return delegate.relativeTimeNanos();
     }
 
-    @Override
-    public void markStart() {
-        event(0);
-    }
-
-    @Override
-    public void markEnd() {
-        event(1);
-    }
-
-    private void event(int action) {
+    /** A start or end (action 0 or 1) with the gauge's reading {@link #last}. */
+    final void event(int action) {
         try {
             long ts = last;
             if (ts == NONE) {
@@ -133,6 +186,9 @@ final class RecordingClock extends Clock implements TimerGauge.StartStopListener
 
     /** The probe's call on the view-updater thread. */
     void probe() {
+        if (idxField == null) {
+            return;
+        }
         long round = Bursts.seen(delegate.absoluteTimeMillis());
         synchronized (gauge) {
             if (lastRound == NONE) {
@@ -146,6 +202,9 @@ final class RecordingClock extends Clock implements TimerGauge.StartStopListener
 
     /** The task is closing: record the updates not found yet (its gauges get no more updates). */
     void closing() {
+        if (idxField == null) {
+            return;
+        }
         synchronized (gauge) {
             catchUp();
         }
@@ -156,6 +215,9 @@ final class RecordingClock extends Clock implements TimerGauge.StartStopListener
      * last recorded one. Call under the gauge's lock.
      */
     private void catchUp() {
+        if (idxField == null) {
+            return;
+        }
         int idx;
         try {
             idx = idxField.getInt(gauge);
@@ -169,6 +231,12 @@ final class RecordingClock extends Clock implements TimerGauge.StartStopListener
             pending = null;
         }
         int missed = Math.floorMod(idx - recordedIdx, slots);
+        if (missed > MAX_MISSED) {
+            // not an update count (the gauge's index was changed by something else): resynchronise
+            recordedIdx = idx;
+            capture.failed(task, new IllegalStateException(timer + " gauge's update index jumped by " + missed));
+            return;
+        }
         for (int k = 0; k < missed; k++) {
             long[] round = Bursts.find(lastRound, lastRecordTs, 0);
             long ts = Math.max(round[1], lastRecordTs);
@@ -188,6 +256,9 @@ final class RecordingClock extends Clock implements TimerGauge.StartStopListener
     Long publishedAfter(int idxAfter) {
         synchronized (gauge) { // waits until that update() is done
             try {
+                if (idxField == null) {
+                    return null;
+                }
                 return idxField.getInt(gauge) == idxAfter ? gauge.getValue() : null;
             } catch (IllegalAccessException e) {
                 return null;

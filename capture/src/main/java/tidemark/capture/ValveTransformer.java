@@ -13,7 +13,8 @@ import org.apache.flink.shaded.asm9.org.objectweb.asm.Opcodes;
 
 /**
  * Instruments, with flink-dist's shaded ASM, StatusWatermarkValve (inputs and outputs),
- * AbstractStreamTaskNetworkInput (valve to input index) and StreamTask (task identity per thread).
+ * AbstractStreamTaskNetworkInput (valve to input index), StreamTask (task identity per thread) and,
+ * where it has no slot ring (Flink 1.15, 1.16), TimerGauge (an update counter for the reporter).
  * Inserted code has no branches and no locals, so the classes' stack map frames stay valid.
  * A class whose layout is not the expected one is left as it is, with one log line.
  */
@@ -24,6 +25,7 @@ final class ValveTransformer implements ClassFileTransformer {
     static final String WATERMARK = "org/apache/flink/streaming/api/watermark/Watermark";
     static final String STATUS = "org/apache/flink/streaming/runtime/watermarkstatus/WatermarkStatus";
     static final String DATA_OUTPUT = "org/apache/flink/streaming/runtime/io/PushingAsyncDataInput$DataOutput";
+    static final String TIMER_GAUGE = "org/apache/flink/runtime/metrics/TimerGauge";
     static final String HOOKS = "tidemark/capture/Hooks";
     static final String IN_WM_DESC = "(L" + WATERMARK + ";IL" + DATA_OUTPUT + ";)V";
     static final String IN_ST_DESC = "(L" + STATUS + ";IL" + DATA_OUTPUT + ";)V";
@@ -34,7 +36,8 @@ final class ValveTransformer implements ClassFileTransformer {
     @Override
     public byte[] transform(ClassLoader loader, String className, Class<?> redefined, ProtectionDomain domain,
             byte[] bytes) {
-        if (className == null || !(className.equals(VALVE) || className.equals(INPUT) || className.equals(STREAM_TASK))) {
+        if (className == null || !(className.equals(VALVE) || className.equals(INPUT) || className.equals(STREAM_TASK)
+                || className.equals(TIMER_GAUGE))) {
             return null;
         }
         String part = className.substring(className.lastIndexOf('/') + 1);
@@ -45,6 +48,9 @@ final class ValveTransformer implements ClassFileTransformer {
             }
             Layout layout = new Layout();
             new ClassReader(bytes).accept(layout, ClassReader.SKIP_DEBUG);
+            if (className.equals(TIMER_GAUGE) && layout.fields.contains("values:[J")) {
+                return null; // a slot ring (1.17 on): the reporter needs no counter
+            }
             String missing = layout.missing(className);
             if (missing != null) {
                 disable(part, className.replace('/', '.') + " has no " + missing);
@@ -52,7 +58,7 @@ final class ValveTransformer implements ClassFileTransformer {
             }
             ClassReader reader = new ClassReader(bytes);
             ClassWriter writer = new ClassWriter(reader, ClassWriter.COMPUTE_MAXS);
-            reader.accept(new Instrument(writer, className), 0);
+            reader.accept(new Instrument(writer, className, layout), 0);
             return writer.toByteArray();
         } catch (Throwable t) {
             disable(part, "instrumenting " + className.replace('/', '.') + " failed (" + t + ")");
@@ -73,6 +79,7 @@ final class ValveTransformer implements ClassFileTransformer {
             if (disabled.add(part)) {
                 String what = part.equals("StreamTask") ? "valve capture (task identity)"
                         : part.equals("AbstractStreamTaskNetworkInput") ? "valve input indexes (all 0)"
+                        : part.equals("TimerGauge") ? "its update counter (no update records)"
                         : "valve capture";
                 Log.line(why + ": " + what + " disabled");
             }
@@ -117,6 +124,22 @@ final class ValveTransformer implements ClassFileTransformer {
             };
         }
 
+        /**
+         * The valve's per-channel state, whose size is the channel count: 1.19 on, a List per channel of
+         * its subpartitions ("subpartitionStatuses:..."); before, an array ("channelStatuses:[...").
+         */
+        String channelCount() {
+            if (fields.contains("subpartitionStatuses:Ljava/util/List;")) {
+                return "subpartitionStatuses:Ljava/util/List;";
+            }
+            for (String f : fields) {
+                if (f.startsWith("channelStatuses:[L")) {
+                    return f;
+                }
+            }
+            return null;
+        }
+
         String missing(String className) {
             switch (className) {
                 case VALVE:
@@ -126,8 +149,8 @@ final class ValveTransformer implements ClassFileTransformer {
                     if (!methods.contains("inputWatermarkStatus" + IN_ST_DESC)) {
                         return "inputWatermarkStatus(WatermarkStatus, int, DataOutput)";
                     }
-                    if (!fields.contains("subpartitionStatuses:Ljava/util/List;")) {
-                        return "field List subpartitionStatuses";
+                    if (channelCount() == null) {
+                        return "field List subpartitionStatuses or InputChannelStatus[] channelStatuses";
                     }
                     if (emitWatermarkSites == 0 || emitStatusSites == 0) {
                         return "DataOutput.emitWatermark / emitWatermarkStatus call";
@@ -136,6 +159,11 @@ final class ValveTransformer implements ClassFileTransformer {
                 case INPUT:
                     if (!fields.contains("statusWatermarkValve:L" + VALVE + ";") || !fields.contains("inputIndex:I")) {
                         return "fields StatusWatermarkValve statusWatermarkValve and int inputIndex";
+                    }
+                    return null;
+                case TIMER_GAUGE:
+                    if (!methods.contains("update()V")) {
+                        return "update()";
                     }
                     return null;
                 default:
@@ -152,10 +180,20 @@ final class ValveTransformer implements ClassFileTransformer {
     /** Second pass: inserts the hook calls. */
     static final class Instrument extends ClassVisitor {
         private final String className;
+        private final Layout layout;
 
-        Instrument(ClassVisitor next, String className) {
+        Instrument(ClassVisitor next, String className, Layout layout) {
             super(API, next);
             this.className = className;
+            this.layout = layout;
+        }
+
+        @Override
+        public void visitEnd() {
+            if (className.equals(TIMER_GAUGE)) {
+                super.visitField(Opcodes.ACC_PRIVATE, RecordingClock.UPDATE_COUNTER, "I", null, null).visitEnd();
+            }
+            super.visitEnd();
         }
 
         @Override
@@ -166,7 +204,9 @@ final class ValveTransformer implements ClassFileTransformer {
             }
             switch (className) {
                 case VALVE:
-                    return new ValveMethod(mv, name, desc);
+                    return new ValveMethod(mv, name, desc, layout.channelCount());
+                case TIMER_GAUGE:
+                    return name.equals("update") && desc.equals("()V") ? new CountUpdates(mv) : mv;
                 case INPUT:
                     return name.equals("<init>") ? new BeforeReturn(mv, true) : mv;
                 default:
@@ -202,15 +242,45 @@ final class ValveTransformer implements ClassFileTransformer {
         }
     }
 
+    /**
+     * TimerGauge.update() (synchronized, so under the gauge's lock): counts before each return, after the
+     * clock reading of a measuring gauge, as a ring's slot index steps after it.
+     */
+    static final class CountUpdates extends MethodVisitor {
+        CountUpdates(MethodVisitor mv) {
+            super(API, mv);
+        }
+
+        @Override
+        public void visitInsn(int opcode) {
+            if (opcode == Opcodes.RETURN) {
+                count();
+            }
+            super.visitInsn(opcode);
+        }
+
+        private void count() {
+            super.visitVarInsn(Opcodes.ALOAD, 0);
+            super.visitInsn(Opcodes.DUP);
+            super.visitFieldInsn(Opcodes.GETFIELD, TIMER_GAUGE, RecordingClock.UPDATE_COUNTER, "I");
+            super.visitInsn(Opcodes.ICONST_1);
+            super.visitInsn(Opcodes.IADD);
+            super.visitFieldInsn(Opcodes.PUTFIELD, TIMER_GAUGE, RecordingClock.UPDATE_COUNTER, "I");
+        }
+    }
+
     /** The valve: input records at entry of the two input methods, output records before each emit. */
     static final class ValveMethod extends MethodVisitor {
         private final String name;
         private final String desc;
+        /** "name:descriptor" of the per-channel state whose size is the channel count. */
+        private final String channels;
 
-        ValveMethod(MethodVisitor mv, String name, String desc) {
+        ValveMethod(MethodVisitor mv, String name, String desc, String channels) {
             super(API, mv);
             this.name = name;
             this.desc = desc;
+            this.channels = channels;
         }
 
         @Override
@@ -230,8 +300,15 @@ final class ValveTransformer implements ClassFileTransformer {
             }
             super.visitVarInsn(Opcodes.ILOAD, 2);
             super.visitVarInsn(Opcodes.ALOAD, 0);
-            super.visitFieldInsn(Opcodes.GETFIELD, VALVE, "subpartitionStatuses", "Ljava/util/List;");
-            super.visitMethodInsn(Opcodes.INVOKEINTERFACE, "java/util/List", "size", "()I", true);
+            int colon = channels.indexOf(':');
+            String field = channels.substring(0, colon);
+            String type = channels.substring(colon + 1);
+            super.visitFieldInsn(Opcodes.GETFIELD, VALVE, field, type);
+            if (type.startsWith("[")) {
+                super.visitInsn(Opcodes.ARRAYLENGTH);
+            } else {
+                super.visitMethodInsn(Opcodes.INVOKEINTERFACE, "java/util/List", "size", "()I", true);
+            }
             super.visitMethodInsn(Opcodes.INVOKESTATIC, HOOKS, wm ? "watermarkIn" : "statusIn",
                     wm ? "(Ljava/lang/Object;JII)V" : "(Ljava/lang/Object;ZII)V", false);
         }
