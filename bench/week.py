@@ -136,13 +136,14 @@ def run_lake(work: Path, generated: Path, days: list[int], minutes: int, new: in
     feed = work / "feed"
     feed.mkdir()
     shutil.copy(generated / "graph.jsonl", feed / "graph.jsonl")
+    found_graph = (generated / "graph.jsonl").read_bytes().count(b"\n")
     files = sorted(generated.glob("events-*.jsonl"))
     vars_ = json.dumps({"replaced_files_keep_s": 0})  # the bench outruns the 10-minute keep
     cycle = WarmCycle(
         lake, [feed], ["--vars", vars_], tests_every=10**6, landed_files=LandedFiles("delete")
     )
     sql = lambda q: [tuple(r) for r in cycle.spark.sql(q).collect()]  # noqa: E731
-    found = LakeRun()
+    found = LakeRun(lines=found_graph)
 
     def one_cycle(names: list[Path], day: int) -> tuple[int, int, float]:
         shifted = [shift(f, feed / f"{f.stem}-day{day}.jsonl.gz", day) for f in names]
@@ -266,6 +267,9 @@ def report(week: LakeRun, hour: LakeRun, keep: int, parallelism: str, minutes: i
         f"; the whole lake {last.lake_bytes / kept:.1f} ({last.lake_bytes / keep / mib:.1f} MiB "
         "a simulated day)"
     )
+    subtasks = sum(int(p) for p in parallelism.split(","))  # a total, or S,M,K
+    seconds = keep * minutes * 60 * subtasks
+    rows.append(f"marts per subtask and second the job ran: {last.marts_bytes / seconds:.0f} bytes")
     w, h = statistics.median(week.minutes_s), statistics.median(hour.minutes_s)
     rows.append(
         f"one new minute, cycle s (each):  week-old lake {week.minutes_s}  hour-old lake "
