@@ -178,18 +178,18 @@ def _landed_option(parser: argparse.ArgumentParser) -> None:
 def _retention_options(parser: argparse.ArgumentParser) -> None:
     """How long the lake keeps what: `maintain` and `run --maintain-every`
     (tidemark.maintain.retention.Retention, docs/decisions/0019-retention.md)."""
-    parser.add_argument(
-        "--keep-bronze-days", type=int, default=7, metavar="N",
-        help="days of raw events bronze keeps, counted back from the newest (default 7)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--keep-task-marts-days", type=int, default=90, metavar="N",
-        help="days the per-task marts keep (default 90)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--keep-vertex-marts-days", type=int, default=365, metavar="N",
-        help="days the per-vertex marts keep, and with them the incidents (default 365)",
-    )  # fmt: skip
+    from tidemark.maintain.retention import Retention
+
+    kept = Retention()  # the defaults live there, once
+    for flag, days, what in (
+        ("--keep-bronze-days", kept.bronze_days,
+         "days of raw events bronze keeps, counted back from the newest"),
+        ("--keep-task-marts-days", kept.task_marts_days, "days the per-task marts keep"),
+        ("--keep-vertex-marts-days", kept.vertex_marts_days,
+         "days the per-vertex marts keep, and with them the incidents"),
+    ):  # fmt: skip
+        help_ = f"{what} (default {days})"
+        parser.add_argument(flag, type=int, default=days, metavar="N", help=help_)
     parser.add_argument(
         "--replaced-keep-s", type=int, default=600, metavar="S",
         help="how long the files maintenance removes stay for queries still reading them "
