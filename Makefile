@@ -74,7 +74,7 @@ test-live-all: install capture  ## the live tests on every release from Flink 1.
 test-deep: install  ## the long property runs (incremental vs full refresh), the gauge reference with window 5, and a Spark standalone cluster against local mode (slow; CI runs it)
 	TIDEMARK_PROPERTY_EXAMPLES=$${TIDEMARK_PROPERTY_EXAMPLES:-8} \
 	TIDEMARK_WATERMARK_EXAMPLES=$${TIDEMARK_WATERMARK_EXAMPLES:-4} \
-	$(BIN)/pytest -m deep tests/e2e tests/cluster
+	$(BIN)/pytest -m deep -n 2 tests/e2e tests/cluster
 	TIDEMARK_REFERENCE_WINDOWS=5 \
 	$(BIN)/pytest tests/e2e/test_gauges_reference.py -k gauge_marts_match_a_literal_timer_gauge
 

@@ -263,10 +263,11 @@ def warehouse_tables(
     tables = {}
     for name in wanted:
         left_out = (ignore or {}).get(name, set())
-        if live[name] == []:  # a build that published no row wrote no file: Spark has the columns
+        table = None if live[name] == [] else _dataset(lake, schema, name, live[name]).to_table()
+        if table is None or table.num_rows == 0:
+            # A build that wrote no row wrote no file (published or not): Spark has the columns.
             tables[name] = [tuple(sorted(set(_columns(lake, schema, name)) - left_out))]
             continue
-        table = _dataset(lake, schema, name, live[name]).to_table()
         columns = sorted(set(table.column_names) - left_out)
         rows = [tuple(_canonical(row[c]) for c in columns) for row in table.to_pylist()]
         tables[name] = [tuple(columns), *sorted(rows, key=repr)]
