@@ -81,60 +81,70 @@ def test_dbt_build_passes(live: LiveSession) -> None:
 # --------------------------------------------------------------------------- conformance marts
 
 
-@pytest.mark.parametrize("mart", CONFORMANCE_MARTS)
-def test_conformance_mart_shows_no_mismatch(
-    live: LiveSession, version_run: VersionRun, mart: str
-) -> None:
-    rows = _mart(live, mart, version_run.job_id)
-    assert rows, f"{mart} has no rows for Flink {version_run.version}'s job"
+def assert_no_mismatch(live: LiveSession, run: VersionRun, mart: str) -> None:
+    """A conformance mart has rows for the run's job and none of them, nor a count, mismatches."""
+    rows = _mart(live, mart, run.job_id)
+    assert rows, f"{mart} has no rows for the job {run.job_id} on Flink {run.version}"
     mismatched = [r for r in rows if r.get("is_match") is False]
     assert not mismatched, f"{len(mismatched)} of {len(rows)} rows mismatch, e.g. {mismatched[:3]}"
     counts = {k: v for r in rows for k, v in r.items() if "mismatch" in k and v}
     assert not counts, f"{mart} counts mismatches: {counts}"
 
 
-def test_conformance_compares_many_rounds_and_valve_outputs(
-    live: LiveSession, version_run: VersionRun, figures: dict
-) -> None:
-    rounds = _mart(live, "fct_gauge_conformance", version_run.job_id)
-    valves = _mart(live, "fct_valve_conformance", version_run.job_id)
+def count_compared(live: LiveSession, run: VersionRun, figure: dict) -> tuple[int, int]:
+    """The gauge rounds and the valve outputs the conformance marts compared for the run's job
+    (kept in ``figure``, with how many matched)."""
+    rounds = _mart(live, "fct_gauge_conformance", run.job_id)
+    valves = _mart(live, "fct_valve_conformance", run.job_id)
     compared_rounds = sum(1 for r in rounds if r.get("is_match") is not None)
     compared_outputs = sum(1 for r in valves if r.get("is_match") is not None)
-    figures[version_run.version].update(
+    figure.update(
         gauge_values_compared=compared_rounds,
         gauge_values_matched=sum(1 for r in rounds if r.get("is_match") is True),
         valve_outputs_compared=compared_outputs,
         valve_outputs_matched=sum(1 for r in valves if r.get("is_match") is True),
     )
-    assert compared_rounds >= MIN_ROUNDS_COMPARED, compared_rounds
-    assert compared_outputs >= MIN_VALVE_OUTPUTS_COMPARED, compared_outputs
+    return compared_rounds, compared_outputs
+
+
+@pytest.mark.parametrize("mart", CONFORMANCE_MARTS)
+def test_conformance_mart_shows_no_mismatch(
+    live: LiveSession, version_run: VersionRun, mart: str
+) -> None:
+    assert_no_mismatch(live, version_run, mart)
+
+
+def test_conformance_compares_many_rounds_and_valve_outputs(
+    live: LiveSession, version_run: VersionRun, figures: dict
+) -> None:
+    rounds, outputs = count_compared(live, version_run, figures[version_run.version])
+    assert rounds >= MIN_ROUNDS_COMPARED, rounds
+    assert outputs >= MIN_VALVE_OUTPUTS_COMPARED, outputs
 
 
 # ---------------------------------------------------------------------- Flink's REST figures
 
 
-def test_rest_gauges_equal_flink_gauges_mart(
-    live: LiveSession, version_run: VersionRun, figures: dict
-) -> None:
-    """Every REST reading of idle, back pressure and busy time equals one round of
-    fct_subtask_flink_gauges in effect within its fetch window (V1-V5, T4-T7, M3, M4)."""
-    readings = version_run.rest["gauges"]
-    assert len(readings) >= MIN_REST_GAUGE_READINGS, len(readings)
+def match_rest_gauges(live: LiveSession, run: VersionRun, figure: dict):
+    """The run's REST gauge readings matched to the captured rounds of fct_subtask_flink_gauges
+    (tests/live/matching.py): every reading must equal a round in effect within its fetch
+    window, and few may straddle two rounds. Returns the mart's rows, each task's first event,
+    and the (reading, round) pairs."""
+    readings = run.rest["gauges"]
     # Captured rounds only: an attempt that ended before its first view update pass has none,
     # and the mart falls back to the epoch grid for it (contract §4), which Flink never published.
-    rows = _mart(live, GAUGE_MART, version_run.job_id)
+    rows = _mart(live, GAUGE_MART, run.job_id)
     started: dict[tuple[str, int, int], int] = {}
     ended: dict[tuple[str, int, int], int] = {}
     for event in _bronze(live, "timer_events"):
-        if event["job_id"] == version_run.job_id:
+        if event["job_id"] == run.job_id:
             task = (event["vertex_id"], event["subtask_index"], event["attempt"])
             started[task] = min(started.get(task, event["ts_ms"]), event["ts_ms"])
             ended[task] = max(ended.get(task, event["ts_ms"]), event["ts_ms"])
     captured = [r for r in rows if r["round_source"] == "captured"]
-    timelines = gauge_timelines(captured, started, ended)
     straddles: list = []
-    matched, missed = match(readings, timelines, LAG_MS, straddles)
-    figures[version_run.version].update(
+    matched, missed = match(readings, gauge_timelines(captured, started, ended), LAG_MS, straddles)
+    figure.update(
         rest_gauge_readings=len(matched) + len(missed) + len(straddles),
         rest_gauge_readings_equal=len(matched),
         rest_gauge_readings_straddling=len(straddles),
@@ -146,6 +156,38 @@ def test_rest_gauges_equal_flink_gauges_mart(
     # rare: any fetch can land on a round's close (two fetches 30 s apart did, on a loaded
     # machine), but a mart whose rounds were off would make many readings look like this.
     assert len(straddles) <= max(2, len(readings) // 50), straddles
+    return rows, started, matched
+
+
+def check_rest_watermarks(live: LiveSession, run: VersionRun, figure: dict, minimum: int) -> None:
+    """Every REST currentInputWatermark of the run other than Flink's "no watermark"
+    (Long.MIN_VALUE) is the watermark of a change of fct_task_watermarks in effect within its
+    fetch window (C1-C5); for a task of several inputs, the min of its inputs' last watermarks in
+    fct_valve_emissions, idle inputs included, as Flink's MinWatermarkGauge computes it
+    (tests/live/matching.py). At least ``minimum`` readings match."""
+    timelines = input_watermark_timelines(
+        _mart(live, "fct_task_watermarks", run.job_id),
+        _mart(live, "fct_valve_emissions", run.job_id),
+    )
+    matched, missed = match(run.rest["watermarks"], timelines, LAG_MS)
+    figure.update(
+        rest_watermark_readings=len(matched) + len(missed),
+        rest_watermark_readings_equal=len(matched),
+    )
+    assert len(matched) >= minimum, len(matched)
+    assert not missed, f"{len(missed)} REST watermarks are not in fct_task_watermarks:\n" + (
+        "\n".join(str(m) for m in missed[:10])
+    )
+
+
+def test_rest_gauges_equal_flink_gauges_mart(
+    live: LiveSession, version_run: VersionRun, figures: dict
+) -> None:
+    """Every REST reading of idle, back pressure and busy time equals one round of
+    fct_subtask_flink_gauges in effect within its fetch window (V1-V5, T4-T7, M3, M4)."""
+    readings = version_run.rest["gauges"]
+    assert len(readings) >= MIN_REST_GAUGE_READINGS, len(readings)
+    rows, started, matched = match_rest_gauges(live, version_run, figures[version_run.version])
     # The readings are a real check: they show many captured rounds, of both attempts.
     shown = {(r["vertex_id"], r["subtask_index"], s.attempt, s.round_index) for r, s in matched}
     assert sum(1 for *_, k in shown if k >= 0) >= MIN_ROUNDS_COMPARED // 2, len(shown)
@@ -170,23 +212,9 @@ def test_rest_gauges_equal_flink_gauges_mart(
 def test_rest_watermarks_are_in_task_watermarks(
     live: LiveSession, version_run: VersionRun, figures: dict
 ) -> None:
-    """Every REST currentInputWatermark other than Flink's "no watermark" (Long.MIN_VALUE) is
-    the watermark of a change of fct_task_watermarks in effect within its fetch window (C1-C5);
-    for the two-input join, the min of its inputs' last watermarks in fct_valve_emissions, idle
-    inputs included, as Flink's MinWatermarkGauge computes it (tests/live/matching.py)."""
-    readings = version_run.rest["watermarks"]
-    timelines = input_watermark_timelines(
-        _mart(live, "fct_task_watermarks", version_run.job_id),
-        _mart(live, "fct_valve_emissions", version_run.job_id),
-    )
-    matched, missed = match(readings, timelines, LAG_MS)
-    figures[version_run.version].update(
-        rest_watermark_readings=len(matched) + len(missed),
-        rest_watermark_readings_equal=len(matched),
-    )
-    assert len(matched) >= MIN_REST_WATERMARK_READINGS, len(matched)
-    assert not missed, f"{len(missed)} REST watermarks are not in fct_task_watermarks:\n" + (
-        "\n".join(str(m) for m in missed[:10])
+    """The DataStream job's watermarks, the two-input join's included (C1-C5)."""
+    check_rest_watermarks(
+        live, version_run, figures[version_run.version], MIN_REST_WATERMARK_READINGS
     )
 
 

@@ -14,9 +14,14 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from tests.live.conftest import GAUGE_MART, SQL_VERSIONS, LiveSession, VersionRun
-from tests.live.matching import gauge_timelines, input_watermark_timelines, match
-from tests.live.test_live_flink import CONFORMANCE_MARTS, LAG_MS, _bronze, _mart
+from tests.live.conftest import CONFORMANCE_MARTS, SQL_VERSIONS, LiveSession, VersionRun
+from tests.live.test_live_flink import (
+    _mart,
+    assert_no_mismatch,
+    check_rest_watermarks,
+    count_compared,
+    match_rest_gauges,
+)
 
 pytestmark = [pytest.mark.live, pytest.mark.e2e]
 
@@ -40,56 +45,22 @@ def _key(run: VersionRun) -> str:
 def test_sql_job_conformance_mart_shows_no_mismatch(
     live: LiveSession, sql_run: VersionRun, mart: str
 ) -> None:
-    rows = _mart(live, mart, sql_run.job_id)
-    assert rows, f"{mart} has no rows for Flink {sql_run.version}'s SQL job"
-    mismatched = [r for r in rows if r.get("is_match") is False]
-    assert not mismatched, f"{len(mismatched)} of {len(rows)} rows mismatch, e.g. {mismatched[:3]}"
-    counts = {k: v for r in rows for k, v in r.items() if "mismatch" in k and v}
-    assert not counts, f"{mart} counts mismatches: {counts}"
+    assert_no_mismatch(live, sql_run, mart)
 
 
 def test_sql_job_compares_rounds_and_valve_outputs(
     live: LiveSession, sql_run: VersionRun, figures: dict
 ) -> None:
-    rounds = _mart(live, "fct_gauge_conformance", sql_run.job_id)
-    valves = _mart(live, "fct_valve_conformance", sql_run.job_id)
-    compared_rounds = sum(1 for r in rounds if r.get("is_match") is not None)
-    compared_outputs = sum(1 for r in valves if r.get("is_match") is not None)
-    figures[_key(sql_run)].update(
-        gauge_values_compared=compared_rounds,
-        gauge_values_matched=sum(1 for r in rounds if r.get("is_match") is True),
-        valve_outputs_compared=compared_outputs,
-        valve_outputs_matched=sum(1 for r in valves if r.get("is_match") is True),
-    )
-    assert compared_rounds >= MIN_ROUNDS_COMPARED, compared_rounds
-    assert compared_outputs >= MIN_VALVE_OUTPUTS_COMPARED, compared_outputs
+    rounds, outputs = count_compared(live, sql_run, figures[_key(sql_run)])
+    assert rounds >= MIN_ROUNDS_COMPARED, rounds
+    assert outputs >= MIN_VALVE_OUTPUTS_COMPARED, outputs
 
 
 def test_sql_job_rest_gauges_equal_flink_gauges_mart(
     live: LiveSession, sql_run: VersionRun, figures: dict
 ) -> None:
-    readings = sql_run.rest["gauges"]
-    assert len(readings) >= MIN_REST_GAUGE_READINGS, len(readings)
-    started: dict[tuple[str, int, int], int] = {}
-    ended: dict[tuple[str, int, int], int] = {}
-    for event in _bronze(live, "timer_events"):
-        if event["job_id"] == sql_run.job_id:
-            task = (event["vertex_id"], event["subtask_index"], event["attempt"])
-            started[task] = min(started.get(task, event["ts_ms"]), event["ts_ms"])
-            ended[task] = max(ended.get(task, event["ts_ms"]), event["ts_ms"])
-    rows = _mart(live, GAUGE_MART, sql_run.job_id)
-    captured = [r for r in rows if r["round_source"] == "captured"]
-    straddles: list = []
-    matched, missed = match(readings, gauge_timelines(captured, started, ended), LAG_MS, straddles)
-    figures[_key(sql_run)].update(
-        rest_gauge_readings=len(matched) + len(missed) + len(straddles),
-        rest_gauge_readings_equal=len(matched),
-        rest_gauge_readings_straddling=len(straddles),
-    )
-    assert not missed, f"{len(missed)} of {len(readings)} REST readings match no round:\n" + (
-        "\n".join(str(m) for m in missed[:10])
-    )
-    assert len(straddles) <= max(2, len(readings) // 50), straddles
+    assert len(sql_run.rest["gauges"]) >= MIN_REST_GAUGE_READINGS, len(sql_run.rest["gauges"])
+    _, _, matched = match_rest_gauges(live, sql_run, figures[_key(sql_run)])
     shown = {(r["vertex_id"], r["subtask_index"], s.round_index) for r, s in matched}
     assert sum(1 for *_, k in shown if k >= 0) >= MIN_ROUNDS_COMPARED // 2, len(shown)
 
@@ -97,20 +68,7 @@ def test_sql_job_rest_gauges_equal_flink_gauges_mart(
 def test_sql_job_rest_watermarks_are_in_task_watermarks(
     live: LiveSession, sql_run: VersionRun, figures: dict
 ) -> None:
-    readings = sql_run.rest["watermarks"]
-    timelines = input_watermark_timelines(
-        _mart(live, "fct_task_watermarks", sql_run.job_id),
-        _mart(live, "fct_valve_emissions", sql_run.job_id),
-    )
-    matched, missed = match(readings, timelines, LAG_MS)
-    figures[_key(sql_run)].update(
-        rest_watermark_readings=len(matched) + len(missed),
-        rest_watermark_readings_equal=len(matched),
-    )
-    assert len(matched) >= MIN_REST_WATERMARK_READINGS, len(matched)
-    assert not missed, f"{len(missed)} REST watermarks are not in fct_task_watermarks:\n" + (
-        "\n".join(str(m) for m in missed[:10])
-    )
+    check_rest_watermarks(live, sql_run, figures[_key(sql_run)], MIN_REST_WATERMARK_READINGS)
 
 
 def test_sql_job_graph_is_source_then_window_aggregation(sql_run: VersionRun) -> None:
