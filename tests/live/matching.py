@@ -115,6 +115,7 @@ def _timeline(
     initial: tuple[tuple[object, tuple[float, float] | None], ...],
     started: dict[int, int] | None = None,
     ended: dict[int, int] | None = None,
+    restarts: dict[int, int] | None = None,
 ) -> list[State]:
     """States of one subtask from its attempts' (start_ms, value, parts) rows, sorted per
     attempt; ``initial``: the (value, parts) each attempt shows before its first row.
@@ -122,8 +123,11 @@ def _timeline(
     A later attempt's initial value is in effect from the previous attempt's last round or, if
     earlier, from the previous attempt's last event (``ended``: a new attempt is deployed only
     once the old one has failed or been cancelled, and its metrics can show before its own first
-    event on a slow host) or the attempt's own first event (``started``); the first attempt's
-    from the start (a task's metrics show before its first event: seen on a loaded machine).
+    event on a slow host), the attempt's own first event (``started``) or the job's first event
+    of that attempt (``restarts``: the restart deploys all tasks at once; seen on Flink 2.3.0,
+    REST showed a task's new attempt 35 ms before its first event, while its old attempt still
+    got view updates); the first attempt's from the start (a task's metrics show before its
+    first event: seen on a loaded machine).
     Attempts overlap
     around a restart: the old attempt's gauges may still get a view update while the new one
     already runs (seen on Flink 2.2.0 on a loaded machine: attempt 0's last round came 2 s after
@@ -141,6 +145,8 @@ def _timeline(
             before = min(before, started[attempt])
         if position and ended and attempts[position - 1] in ended:
             before = min(before, ended[attempts[position - 1]])
+        if position and restarts and attempt in restarts:
+            before = min(before, restarts[attempt])
         states.extend(State(attempt, -1, before, rows[0][0], *shown) for shown in initial)
         for k, (start, value, parts) in enumerate(rows):
             end = rows[k + 1][0] if k + 1 < len(rows) else (after if after > start else math.inf)
@@ -174,8 +180,14 @@ def gauge_timelines(
         for rounds in attempts.values():
             rounds.sort(key=lambda r: r[0])
     starts, ends = _per_subtask(started), _per_subtask(ended)
+    # A restart deploys every task of its attempt at once: the job's earliest first event of an
+    # attempt is when any of its tasks may already show that attempt's metrics.
+    restarts: dict[int, int] = {}
+    for (_, _, attempt), ts_ms in (started or {}).items():
+        restarts[attempt] = min(restarts.get(attempt, ts_ms), ts_ms)
     return {
-        s: _timeline(a, INITIAL_STATES, starts.get(s), ends.get(s)) for s, a in by_subtask.items()
+        s: _timeline(a, INITIAL_STATES, starts.get(s), ends.get(s), restarts)
+        for s, a in by_subtask.items()
     }
 
 

@@ -167,6 +167,32 @@ def test_a_new_attempts_value_shows_once_the_old_attempt_has_ended() -> None:
     assert shown(_reading(13_000, 13_010, (40.0, 0.0, 960.0)), ended=ended) == (0, 1)
 
 
+def test_a_new_attempts_value_shows_from_the_jobs_restart() -> None:
+    """Seen on Flink 2.3.0 in CI: REST, naming attempt 0, showed a task's value before a first
+    round 35 ms before the task's attempt 1 logged its first event, while attempt 0 still got
+    view updates (so its last event came later). The restart deploys every task at once: another
+    task's attempt 1 had started 143 ms earlier, and from then on any task may show attempt 1."""
+    rounds = [
+        _round(7_000, 36, 0, 964.0),
+        _round(12_000, 40, 0, 960.0),
+        _round(17_000, 45, 0, 955.0),  # attempt 0 still updated after attempt 1 started
+        _round(21_000, 5, 0, 995.0, attempt=1),
+    ]
+    own = {("v", 0, 0): 2_000, ("v", 0, 1): 16_000}
+    ended = {("v", 0, 0): 17_500, ("v", 0, 1): 30_000}
+    early = _reading(15_900, 15_950, INITIAL)
+
+    def shown(reading: dict, started: dict) -> tuple[int, int] | None:
+        matched, _ = match([reading], gauge_timelines(rounds, started, ended), 0)
+        return (matched[0][1].attempt, matched[0][1].round_index) if matched else None
+
+    assert shown(early, own) is None  # the task's own first event is too late
+    job = {**own, ("w", 0, 1): 15_857, ("w", 0, 0): 1_000}
+    assert shown(early, job) == (1, -1)
+    # Before the job's restart, only attempt 0's rounds are in effect.
+    assert shown(_reading(15_000, 15_010, INITIAL), job) is None
+
+
 def _change(valid_from: int, seq: int, watermark: int | None, attempt: int = 0) -> dict:
     return {
         "vertex_id": "v",
