@@ -113,7 +113,6 @@ def gauge_value(reading: dict) -> object:
 def _timeline(
     by_attempt: dict[int, list[tuple[int, object, tuple[float, float] | None]]],
     initial: tuple[tuple[object, tuple[float, float] | None], ...],
-    started: dict[int, int] | None = None,
     ended: dict[int, int] | None = None,
     restarts: dict[int, int] | None = None,
 ) -> list[State]:
@@ -123,8 +122,8 @@ def _timeline(
     A later attempt's initial value is in effect from the previous attempt's last round or, if
     earlier, from the previous attempt's last event (``ended``: a new attempt is deployed only
     once the old one has failed or been cancelled, and its metrics can show before its own first
-    event on a slow host), the attempt's own first event (``started``) or the job's first event
-    of that attempt (``restarts``: the restart deploys all tasks at once; seen on Flink 2.3.0,
+    event on a slow host) or the job's first event of that attempt, which is no later than the
+    attempt's own (``restarts``: the restart deploys all tasks at once; seen on Flink 2.3.0,
     REST showed a task's new attempt 35 ms before its first event, while its old attempt still
     got view updates); the first attempt's from the start (a task's metrics show before its
     first event: seen on a loaded machine).
@@ -141,8 +140,6 @@ def _timeline(
         following = attempts[position + 1] if position + 1 < len(attempts) else None
         after = by_attempt[following][0][0] if following is not None else math.inf
         before = by_attempt[attempts[position - 1]][-1][0] if position else -math.inf
-        if position and started and attempt in started:
-            before = min(before, started[attempt])
         if position and ended and attempts[position - 1] in ended:
             before = min(before, ended[attempts[position - 1]])
         if position and restarts and attempt in restarts:
@@ -179,16 +176,13 @@ def gauge_timelines(
     for attempts in by_subtask.values():
         for rounds in attempts.values():
             rounds.sort(key=lambda r: r[0])
-    starts, ends = _per_subtask(started), _per_subtask(ended)
+    ends = _per_subtask(ended)
     # A restart deploys every task of its attempt at once: the job's earliest first event of an
     # attempt is when any of its tasks may already show that attempt's metrics.
     restarts: dict[int, int] = {}
     for (_, _, attempt), ts_ms in (started or {}).items():
         restarts[attempt] = min(restarts.get(attempt, ts_ms), ts_ms)
-    return {
-        s: _timeline(a, INITIAL_STATES, starts.get(s), ends.get(s), restarts)
-        for s, a in by_subtask.items()
-    }
+    return {s: _timeline(a, INITIAL_STATES, ends.get(s), restarts) for s, a in by_subtask.items()}
 
 
 def _per_subtask(moments: dict[tuple[str, int, int], int] | None) -> dict[Subtask, dict[int, int]]:

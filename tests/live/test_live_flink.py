@@ -91,9 +91,11 @@ def assert_no_mismatch(live: LiveSession, run: VersionRun, mart: str) -> None:
     assert not counts, f"{mart} counts mismatches: {counts}"
 
 
-def count_compared(live: LiveSession, run: VersionRun, figure: dict) -> tuple[int, int]:
-    """The gauge rounds and the valve outputs the conformance marts compared for the run's job
-    (kept in ``figure``, with how many matched)."""
+def assert_compared(
+    live: LiveSession, run: VersionRun, figure: dict, min_rounds: int, min_outputs: int
+) -> None:
+    """The conformance marts compared at least ``min_rounds`` gauge rounds and ``min_outputs``
+    valve outputs of the run's job (kept in ``figure``, with how many matched)."""
     rounds = _mart(live, "fct_gauge_conformance", run.job_id)
     valves = _mart(live, "fct_valve_conformance", run.job_id)
     compared_rounds = sum(1 for r in rounds if r.get("is_match") is not None)
@@ -104,7 +106,8 @@ def count_compared(live: LiveSession, run: VersionRun, figure: dict) -> tuple[in
         valve_outputs_compared=compared_outputs,
         valve_outputs_matched=sum(1 for r in valves if r.get("is_match") is True),
     )
-    return compared_rounds, compared_outputs
+    assert compared_rounds >= min_rounds, compared_rounds
+    assert compared_outputs >= min_outputs, compared_outputs
 
 
 @pytest.mark.parametrize("mart", CONFORMANCE_MARTS)
@@ -117,9 +120,10 @@ def test_conformance_mart_shows_no_mismatch(
 def test_conformance_compares_many_rounds_and_valve_outputs(
     live: LiveSession, version_run: VersionRun, figures: dict
 ) -> None:
-    rounds, outputs = count_compared(live, version_run, figures[version_run.version])
-    assert rounds >= MIN_ROUNDS_COMPARED, rounds
-    assert outputs >= MIN_VALVE_OUTPUTS_COMPARED, outputs
+    assert_compared(
+        live, version_run, figures[version_run.version], MIN_ROUNDS_COMPARED,
+        MIN_VALVE_OUTPUTS_COMPARED,
+    )  # fmt: skip
 
 
 # ---------------------------------------------------------------------- Flink's REST figures

@@ -17,9 +17,9 @@ import pytest
 from tests.live.conftest import CONFORMANCE_MARTS, SQL_VERSIONS, LiveSession, VersionRun
 from tests.live.test_live_flink import (
     _mart,
+    assert_compared,
     assert_no_mismatch,
     check_rest_watermarks,
-    count_compared,
     match_rest_gauges,
 )
 
@@ -51,9 +51,9 @@ def test_sql_job_conformance_mart_shows_no_mismatch(
 def test_sql_job_compares_rounds_and_valve_outputs(
     live: LiveSession, sql_run: VersionRun, figures: dict
 ) -> None:
-    rounds, outputs = count_compared(live, sql_run, figures[_key(sql_run)])
-    assert rounds >= MIN_ROUNDS_COMPARED, rounds
-    assert outputs >= MIN_VALVE_OUTPUTS_COMPARED, outputs
+    assert_compared(
+        live, sql_run, figures[_key(sql_run)], MIN_ROUNDS_COMPARED, MIN_VALVE_OUTPUTS_COMPARED
+    )
 
 
 def test_sql_job_rest_gauges_equal_flink_gauges_mart(
