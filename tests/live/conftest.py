@@ -39,6 +39,8 @@ from tests.live.flink_job import (
     RestPoller,
     build_job,
     capture_jar,
+    pyflink_python,
+    sql_api,
     start_job,
 )
 from tidemark.lake import Lake
@@ -50,8 +52,9 @@ VERSIONS = tuple(
     for v in os.environ.get("TIDEMARK_LIVE_VERSIONS", "1.15.4,2.3.0").split(",")
     if v.strip()
 )
-# The releases the Flink SQL job (tests/live/job/LiveSqlJob.java) runs on, next to the DataStream
-# job: by default the same; TIDEMARK_LIVE_SQL_VERSIONS names others ("" for none).
+# The releases the Flink SQL job runs on, next to the DataStream job: by default the same;
+# TIDEMARK_LIVE_SQL_VERSIONS names others ("" for none). Through PyFlink's Table API
+# (tests/live/job/live_sql_job.py) from 1.19, the Java Table API (LiveSqlJob.java) before: sql_api.
 SQL_VERSIONS = tuple(
     v.strip()
     for v in os.environ.get("TIDEMARK_LIVE_SQL_VERSIONS", ",".join(VERSIONS)).split(",")
@@ -123,6 +126,8 @@ def _require_setup() -> None:
             build_job(version)
         for version in SQL_VERSIONS:
             build_job(version, "sql")
+            if sql_api(version) == "pyflink":
+                pyflink_python(version)
     except LiveSetupError as exc:
         pytest.fail(f"live Flink tests cannot run: {exc}", pytrace=False)
 
@@ -197,7 +202,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> LiveSession:
 def figures(live: LiveSession) -> dict[str, dict]:
     """Per release, what the tests compared and matched; written when the session ends."""
     found: dict[str, dict] = {v: {"version": v} for v in live.runs}
-    found |= {f"sql-{v}": {"version": v, "shape": "sql"} for v in live.sql_runs}
+    found |= {f"sql-{v}": {"version": v, "shape": "sql", "api": sql_api(v)} for v in live.sql_runs}
     yield found
     work = next(iter(live.runs.values())).run.work.parent
     (work / "figures.json").write_text(json.dumps(found, indent=1))

@@ -1,6 +1,7 @@
 """The live test job: build it per Flink version, run it in a local MiniCluster, poll its REST API.
 
-The job (tests/live/job/LiveJob.java, or the SQL job LiveSqlJob.java: ``shape="sql"``) is
+The job (tests/live/job/LiveJob.java, or the SQL job LiveSqlJob.java: ``shape="sql"``, which
+PyFlink submits from live_sql_job.py on 1.19 and newer: :func:`sql_api`) is
 compiled with ``javac`` against the jars that ``capture/flink-jars.sh VERSION`` installs from
 PyPI, once per version and source content, into ``capture/build/live-job-VERSION/`` (or
 ``live-sql-job-VERSION/``). It runs with plain ``java -cp`` on the Java the release
@@ -23,6 +24,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -35,6 +37,10 @@ BUILD = ROOT / "capture" / "build"
 CAPTURE_JAR = BUILD / "tidemark-capture.jar"
 # The job shapes: the DataStream job (LiveJob.java) and the Flink SQL job (LiveSqlJob.java).
 SHAPES = {"datastream": "LiveJob", "sql": "LiveSqlJob"}
+# The SQL job through PyFlink: its Table API submits the same SQL, SLOW_SUM from LiveSqlJob.java.
+PYFLINK_JOB = Path(__file__).resolve().parent / "job" / "live_sql_job.py"
+# The first release whose PyFlink has a Python 3.11 wheel.
+PYFLINK_SINCE = (1, 19)
 GAUGES = ("idleTimeMsPerSecond", "backPressuredTimeMsPerSecond", "busyTimeMsPerSecond")
 # How often Flink's MetricFetcher may refresh what REST serves (metrics.fetcher.update-interval,
 # rule V5). The live job sets it lower than Flink's default 10 s so that each REST reading pins
@@ -74,42 +80,67 @@ def java_major(version: str) -> str:
     return "11" if version.startswith("1.") else "17"
 
 
+def _installed(script: str, argument: str, failure: str) -> Path:
+    """What ``script ARGUMENT`` (an installing script of the repository) prints last: the path of
+    what it installed on first use; :class:`LiveSetupError` with ``failure`` and the script's
+    last error line when it cannot. The scripts install with this Python's pip (and uv beside it,
+    as tidemark's environment has)."""
+    done = subprocess.run(
+        [str(ROOT / script), argument],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=os.environ | {"PYTHON": sys.executable},
+    )
+    found = Path(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else None
+    if done.returncode != 0 or found is None or not found.exists():
+        raise LiveSetupError(
+            f"{failure} by {script}: " + (done.stderr.strip().splitlines() or ["no output"])[-1]
+        )
+    return found
+
+
 def java_for(version: str) -> str:
     """The ``java`` for ``version``: the machine's for 17, else a runtime from PyPI
     (capture/java-runtime.sh)."""
     major = java_major(version)
     if major == "17":
         return _tool("java")
-    done = subprocess.run(
-        [str(ROOT / "capture" / "java-runtime.sh"), major],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    java = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
-    if done.returncode != 0 or not Path(java).is_file():
-        raise LiveSetupError(
-            f"a Java {major} runtime for Flink {version} could not be installed by"
-            " capture/java-runtime.sh: " + (done.stderr.strip().splitlines() or ["no output"])[-1]
+    return str(
+        _installed(
+            "capture/java-runtime.sh",
+            major,
+            f"a Java {major} runtime for Flink {version} could not be installed",
         )
-    return java
+    )
 
 
 def flink_lib(version: str) -> Path:
     """The folder of Flink ``version``'s jars, installed from PyPI on first use."""
-    done = subprocess.run(
-        [str(ROOT / "capture" / "flink-jars.sh"), version],
-        capture_output=True,
-        text=True,
-        check=False,
+    return _installed(
+        "capture/flink-jars.sh", version, f"Flink {version}'s jars could not be installed"
     )
-    lib = Path(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else None
-    if done.returncode != 0 or lib is None or not lib.is_dir():
-        raise LiveSetupError(
-            f"Flink {version}'s jars could not be installed by capture/flink-jars.sh: "
-            + (done.stderr.strip().splitlines() or ["no output"])[-1]
-        )
-    return lib
+
+
+def sql_api(version: str) -> str:
+    """How the SQL job is submitted on ``version``: ``"pyflink"`` (PyFlink's Table API,
+    tests/live/job/live_sql_job.py) where PyFlink has a Python 3.11 wheel (1.19 on), ``"java"``
+    (the Java Table API, LiveSqlJob.java) before (decision 0020). ``TIDEMARK_LIVE_SQL_API``
+    (``java`` or ``pyflink``) sets one for every release."""
+    chosen = os.environ.get("TIDEMARK_LIVE_SQL_API", "")
+    if chosen not in ("", "java", "pyflink"):
+        raise LiveSetupError(f"TIDEMARK_LIVE_SQL_API must be java or pyflink, not {chosen!r}")
+    if chosen:
+        return chosen
+    major, minor = (int(part) for part in version.split(".")[:2])
+    return "pyflink" if (major, minor) >= PYFLINK_SINCE else "java"
+
+
+def pyflink_python(version: str) -> Path:
+    """The ``python`` of an environment with PyFlink ``version`` (tests/live/pyflink-venv.sh)."""
+    return _installed(
+        "tests/live/pyflink-venv.sh", version, f"PyFlink {version} could not be installed"
+    )
 
 
 def _source(shape: str) -> Path:
@@ -232,24 +263,38 @@ def start_job(
     classpath = [str(classes), f"{lib}/*"]
     scratch = work / "tmp"  # Flink's RPC jar, MiniCluster folders and uploads: under `work`
     scratch.mkdir(exist_ok=True)
-    command = [java, "-Xmx1g", f"-Djava.io.tmpdir={scratch}", f"-Dlog4j.configurationFile={log4j}"]
+    jvm = ["-Xmx1g", f"-Djava.io.tmpdir={scratch}", f"-Dlog4j.configurationFile={log4j}"]
     capture_dir = None
     if capture:
         jar = capture_jar()
         capture_dir = work / "capture"
         capture_dir.mkdir(exist_ok=True)
         classpath.append(str(jar))
-        command.append(f"-javaagent:{jar}=dir={capture_dir}")
-    main_class = f"tidemark.live.{SHAPES[shape]}"
-    command += ["-cp", os.pathsep.join(classpath), main_class, "--rest-port", str(port)]
-    command += ["--fetcher-interval-ms", str(FETCHER_INTERVAL_MS)]
+        jvm.append(f"-javaagent:{jar}=dir={capture_dir}")
+    arguments = ["--rest-port", str(port), "--fetcher-interval-ms", str(FETCHER_INTERVAL_MS)]
     if capture_dir is not None:
-        command += ["--capture-dir", str(capture_dir)]
+        arguments += ["--capture-dir", str(capture_dir)]
     if bench:
-        command.append("--bench")
-    command += list(extra_args)
+        arguments.append("--bench")
+    arguments += list(extra_args)
+    env = None
+    if shape == "sql" and sql_api(version) == "pyflink":
+        # PyFlink's gateway starts the JVM (and in it the MiniCluster) from Flink's jars in the
+        # PyFlink package, with JAVA_HOME's java and JVM_ARGS: the agent's jar is on the system
+        # class path through -javaagent, as the reporter needs it.
+        command = [str(pyflink_python(version)), str(PYFLINK_JOB), "--classes", str(classes)]
+        env = os.environ | {
+            "JAVA_HOME": str(Path(java).resolve().parents[1]),
+            "JVM_ARGS": " ".join(jvm),
+            "LOG4J_PROPERTIES": str(log4j),
+            "FLINK_LOG_DIR": str(work),
+        }
+    else:
+        command = [java, *jvm, "-cp", os.pathsep.join(classpath), f"tidemark.live.{SHAPES[shape]}"]
     with (work / "stdout.txt").open("wb") as out:
-        process = subprocess.Popen(command, cwd=work, stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            command + arguments, cwd=work, stdout=out, stderr=subprocess.STDOUT, env=env
+        )
     return JobRun(version, work, port, capture_dir, process, time.monotonic())
 
 

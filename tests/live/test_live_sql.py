@@ -1,11 +1,13 @@
 """tidemark against a Flink SQL job: the second job shape of the live tests (issue 45).
 
-The live session (tests/live/conftest.py) also runs tests/live/job/LiveSqlJob.java, a windowed
-aggregation over ``datagen`` written in Flink SQL (Java Table API, local MiniCluster), on the
-releases of ``SQL_VERSIONS`` (by default the session's), at the same time as the DataStream
-job, captured into the same lake and built by the same ``dbt build``. The same
-conformance holds it to what Flink published: no mismatch in the conformance marts, and every
-REST reading of the three task gauges and of ``currentInputWatermark`` equals a row.
+The live session (tests/live/conftest.py) also runs a windowed aggregation over ``datagen``
+written in Flink SQL, on the releases of ``SQL_VERSIONS`` (by default the session's), at the same
+time as the DataStream job: submitted by PyFlink's Table API (tests/live/job/live_sql_job.py, in
+an environment of its own) where PyFlink has a Python 3.11 wheel (1.19 on), by the Java Table
+API (tests/live/job/LiveSqlJob.java) before; either way to a local MiniCluster. It is captured
+into the same lake and built by the same ``dbt build``. The same conformance holds it to what
+Flink published: no mismatch in the conformance marts, and every REST reading of the three task
+gauges and of ``currentInputWatermark`` equals a row.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections import Counter, defaultdict
 import pytest
 
 from tests.live.conftest import CONFORMANCE_MARTS, SQL_VERSIONS, LiveSession, VersionRun
+from tests.live.flink_job import sql_api
 from tests.live.test_live_flink import (
     _mart,
     assert_compared,
@@ -69,6 +72,11 @@ def test_sql_job_rest_watermarks_are_in_task_watermarks(
     live: LiveSession, sql_run: VersionRun, figures: dict
 ) -> None:
     check_rest_watermarks(live, sql_run, figures[_key(sql_run)], MIN_REST_WATERMARK_READINGS)
+
+
+def test_sql_job_ran_through_its_releases_table_api(sql_run: VersionRun) -> None:
+    """PyFlink's Table API from 1.19 on, the Java Table API before: the job says which ran it."""
+    assert sql_run.run.result["api"] == sql_api(sql_run.version), sql_run.run.result
 
 
 def test_sql_job_graph_is_source_then_window_aggregation(sql_run: VersionRun) -> None:

@@ -32,6 +32,8 @@ MATRIX = (
     "2.2.1",
     "2.3.0",
 )
+# How the SQL job was submitted (tests/live/flink_job.py, sql_api).
+APIS = {"pyflink": "PyFlink", "java": "Java Table API"}
 BEGIN, END = "<!-- live-figures -->", "<!-- /live-figures -->"
 HEADER = (
     "| Flink | Java | live tests | gauge values matched / compared"
@@ -63,7 +65,11 @@ def table(figures: list[dict], status: dict[str, int], when: str) -> str:
     if sql:
         ran = [f["version"] for f in sql]
         rows = _rows(sql, status, tuple(v for v in MATRIX if v in ran))
-        text += "\n\nThe Flink SQL job (tests/live/job/LiveSqlJob.java):\n\n" + HEADER
+        text += (
+            "\n\nThe Flink SQL job (tests/live/job/live_sql_job.py through PyFlink's Table API,"
+            " LiveSqlJob.java through the Java Table API where PyFlink has no Python 3.11"
+            " wheel):\n\n" + HEADER
+        )
         text += "\n".join(rows)
     return text + f"\n{END}"
 
@@ -77,9 +83,10 @@ def _rows(figures: list[dict], status: dict[str, int], versions: tuple[str, ...]
             rows.append(f"| {version} | {java} | not run in this session | | | | |")
             continue
         entry = by_version.get(version, {})
+        name = f"{version} ({APIS[entry['api']]})" if "api" in entry else version
         verdict = "passed" if status[version] == 0 else f"failed (pytest exit {status[version]})"
         rows.append(
-            f"| {version} | {java} | {verdict}"
+            f"| {name} | {java} | {verdict}"
             f" | {_pair(entry, 'gauge_values_matched', 'gauge_values_compared')}"
             f" | {_pair(entry, 'valve_outputs_matched', 'valve_outputs_compared')}"
             f" | {_pair(entry, 'rest_gauge_readings_equal', 'rest_gauge_readings')}"

@@ -68,16 +68,19 @@ def test_the_sql_jobs_figures_get_a_table_of_their_own(tmp_path: Path) -> None:
     figures = tmp_path / "figures.jsonl"
     entries = [
         {"version": "2.3.0", "gauge_values_compared": 370, "gauge_values_matched": 370},
-        {"version": "2.3.0", "shape": "sql", "gauge_values_compared": 40,
+        {"version": "2.3.0", "shape": "sql", "api": "pyflink", "gauge_values_compared": 40,
          "gauge_values_matched": 40},
+        {"version": "1.18.1", "shape": "sql", "api": "java", "gauge_values_compared": 41,
+         "gauge_values_matched": 41},
     ]  # fmt: skip
     figures.write_text("".join(json.dumps(e) + "\n" for e in entries))
     status = tmp_path / "status"
-    status.write_text("2.2.1,2.3.0 0\n")
+    status.write_text("1.17.2,1.18.1 0\n2.2.1,2.3.0 0\n")
     doc = tmp_path / "doc.md"
     doc.write_text(f"{BEGIN}\n{END}\n")
     write_table(str(figures), str(status), str(doc))
     jobs, sql = doc.read_text().split("The Flink SQL job")
     assert "| 2.3.0 | 17 | passed | 370 / 370 |" in jobs
-    assert "| 2.3.0 | 17 | passed | 40 / 40 |" in sql
+    assert "| 2.3.0 (PyFlink) | 17 | passed | 40 / 40 |" in sql  # the API it ran through
+    assert "| 1.18.1 (Java Table API) | 11 | passed | 41 / 41 |" in sql
     assert "1.15.4" in jobs and "1.15.4" not in sql  # only the releases the SQL job ran on
