@@ -53,7 +53,8 @@ def _straddles(entry: dict) -> str:
     """Readings of a dump taken as a round closed, mixing two consecutive rounds (allowed when
     rare: tests/live/matching.py)."""
     count = entry.get("rest_gauge_readings_straddling", 0)
-    return f" ({count} straddle two rounds)" if count else ""
+    verb = "straddles" if count == 1 else "straddle"
+    return f" ({count} {verb} two rounds)" if count else ""
 
 
 def table(figures: list[dict], status: dict[str, int], when: str) -> str:

@@ -71,7 +71,8 @@ def test_the_sql_jobs_figures_get_a_table_of_their_own(tmp_path: Path) -> None:
         {"version": "2.3.0", "shape": "sql", "api": "pyflink", "gauge_values_compared": 40,
          "gauge_values_matched": 40},
         {"version": "1.18.1", "shape": "sql", "api": "java", "gauge_values_compared": 41,
-         "gauge_values_matched": 41},
+         "gauge_values_matched": 41, "rest_gauge_readings": 80, "rest_gauge_readings_equal": 79,
+         "rest_gauge_readings_straddling": 1},
     ]  # fmt: skip
     figures.write_text("".join(json.dumps(e) + "\n" for e in entries))
     status = tmp_path / "status"
@@ -82,5 +83,5 @@ def test_the_sql_jobs_figures_get_a_table_of_their_own(tmp_path: Path) -> None:
     jobs, sql = doc.read_text().split("The Flink SQL job")
     assert "| 2.3.0 | 17 | passed | 370 / 370 |" in jobs
     assert "| 2.3.0 (PyFlink) | 17 | passed | 40 / 40 |" in sql  # the API it ran through
-    assert "| 1.18.1 (Java Table API) | 11 | passed | 41 / 41 |" in sql
+    assert "| 1.18.1 (Java Table API) | 11 | passed | 41 / 41 |  | 79 / 80 (1 straddles" in sql
     assert "1.15.4" in jobs and "1.15.4" not in sql  # only the releases the SQL job ran on
