@@ -160,7 +160,7 @@ def test_data_tests_can_read_only_the_latest_hours_of_the_hourly_marts(demo_lake
     assert "ERROR=0" in scheduled.stdout and " PASS=" in scheduled.stdout, scheduled.stdout
     # Of the singular tests, the two that compare rows of the same second take the same window;
     # the two that compare a mart with the plan's task spans read everything.
-    singular = demo_lake.lake.root.parent / ".dbt" / "target" / "compiled" / "tidemark" / "tests"
+    singular = warm.target("--vars", recent) / "compiled" / "tidemark" / "tests"
     window = "hour_at >= (select max(hour_at) from tidemark.fct_subtask_seconds)"
     for name, windowed in {
         "assert_fct_subtask_seconds_add_up_to_a_second": 1,
