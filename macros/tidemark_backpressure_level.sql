@@ -5,8 +5,13 @@
 -#}
 {% macro tidemark_backpressure_level(ratio) -%}
     case
-        when ({{ ratio }}) <= 0.1 then 'ok'
-        when ({{ ratio }}) <= 0.5 then 'low'
+        when ({{ ratio }}) <= {{ tidemark_backpressure_ok_max() }} then 'ok'
+        when ({{ ratio }}) <= {{ tidemark_backpressure_low_max() }} then 'low'
         else 'high'
     end
 {%- endmacro %}
+
+{#- B6's bounds, the one place every model reads them from: a ratio up to `ok_max` is `ok`
+    (not back-pressured), up to `low_max` `low`. -#}
+{% macro tidemark_backpressure_ok_max() %}0.1{% endmacro %}
+{% macro tidemark_backpressure_low_max() %}0.5{% endmacro %}

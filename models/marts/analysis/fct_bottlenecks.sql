@@ -151,7 +151,7 @@ walks as (
                         or coalesce(
                             figures_by_vertex.backpressure_ratio_by_vertex[
                                 try_element_at(path, -1)
-                            ] > 0.10,
+                            ] > {{ tidemark_backpressure_ok_max() }},
                             false
                         )
                     ),
@@ -204,7 +204,7 @@ judged as (
         window_figures.mean_busy_skew_pct,
         window_figures.vertex_id is null as is_without_metrics,
         coalesce(
-            window_figures.mean_backpressure_ratio <= 0.10
+            window_figures.mean_backpressure_ratio <= {{ tidemark_backpressure_ok_max() }}
             and window_figures.mean_busy_ratio >= {{ var('bottleneck_busy_ratio') }},
             false
         ) as is_bottleneck
@@ -250,7 +250,7 @@ walk_summary as (
         max(
             case
                 when depth = {{ max_depth }} and not is_bottleneck
-                    and mean_backpressure_ratio > 0.10 then 1
+                    and mean_backpressure_ratio > {{ tidemark_backpressure_ok_max() }} then 1
                 else 0
             end
         ) = 1 as is_cut_at_max_depth
