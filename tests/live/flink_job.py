@@ -39,6 +39,8 @@ CAPTURE_JAR = BUILD / "tidemark-capture.jar"
 SHAPES = {"datastream": "LiveJob", "sql": "LiveSqlJob"}
 # The SQL job through PyFlink: its Table API submits the same SQL, SLOW_SUM from LiveSqlJob.java.
 PYFLINK_JOB = Path(__file__).resolve().parent / "job" / "live_sql_job.py"
+# The SQL job's statements, which both submit.
+SQL_STATEMENTS = Path(__file__).resolve().parent / "job" / "live_sql_job.sql"
 # The first release whose PyFlink has a Python 3.11 wheel.
 PYFLINK_SINCE = (1, 19)
 GAUGES = ("idleTimeMsPerSecond", "backPressuredTimeMsPerSecond", "busyTimeMsPerSecond")
@@ -274,6 +276,8 @@ def start_job(
     arguments = ["--rest-port", str(port), "--fetcher-interval-ms", str(FETCHER_INTERVAL_MS)]
     if capture_dir is not None:
         arguments += ["--capture-dir", str(capture_dir)]
+    if shape == "sql":
+        arguments += ["--sql", str(SQL_STATEMENTS)]
     if bench:
         arguments.append("--bench")
     arguments += list(extra_args)

@@ -1,6 +1,10 @@
 package tidemark.live;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 import org.apache.flink.configuration.Configuration;
@@ -26,7 +30,8 @@ import org.apache.flink.table.functions.AggregateFunction;
  * sleeps 1 ms per record in alternate 3 s windows, slower than the sources then: they are
  * back-pressured in those windows and the aggregation is idle in the others.
  *
- * <p>Arguments: {@code --rest-port P}, {@code --capture-dir DIR} (the tidemark reporter; the agent is
+ * <p>Arguments: {@code --sql FILE} (live_sql_job.sql, the job's statements), {@code --rest-port P},
+ * {@code --capture-dir DIR} (the tidemark reporter; the agent is
  * the caller's {@code -javaagent}), {@code --fetcher-interval-ms MS}. Prints {@code LIVEJOB_RESULT
  * {json}} at the end.
  */
@@ -59,31 +64,35 @@ public final class LiveSqlJob {
         env.setParallelism(2);
         StreamTableEnvironment tables = StreamTableEnvironment.create(env);
         tables.createTemporarySystemFunction("SLOW_SUM", SlowSum.class);
-        long seconds = Long.parseLong(options.getOrDefault("seconds", "40"));
-        long rate = 2000;
-        tables.executeSql("CREATE TABLE clicks ("
-                + " bucket INT, amount INT,"
-                + " ts AS LOCALTIMESTAMP,"
-                + " WATERMARK FOR ts AS ts - INTERVAL '0.2' SECOND"
-                + ") WITH ("
-                + " 'connector' = 'datagen',"
-                + " 'rows-per-second' = '" + rate + "',"
-                + " 'number-of-rows' = '" + rate * seconds + "',"
-                + " 'fields.bucket.min' = '0', 'fields.bucket.max' = '15',"
-                + " 'fields.amount.min' = '1', 'fields.amount.max' = '100')");
-        tables.executeSql("CREATE TABLE totals ("
-                + " window_start TIMESTAMP(3), bucket INT, clicks BIGINT, amount BIGINT"
-                + ") WITH ('connector' = 'blackhole')");
+        // live_sql_job.sql (--sql FILE): the statements, the last one the INSERT that runs the job
+        List<String> statements = statements(Files.readString(Path.of(options.get("sql"))));
         long started = System.currentTimeMillis();
-        TableResult result = tables.executeSql("INSERT INTO totals"
-                + " SELECT window_start, bucket, COUNT(*), SLOW_SUM(amount)"
-                + " FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '1' SECOND))"
-                + " GROUP BY window_start, window_end, bucket");
+        TableResult result = null;
+        for (String statement : statements) {
+            result = tables.executeSql(statement);
+        }
         result.await();
         long finished = System.currentTimeMillis();
         System.out.println("LIVEJOB_RESULT {\"job_ms\": " + (finished - started) + ", \"api\": \"java\"}");
         System.out.flush();
         System.exit(0);
+    }
+
+    /** The statements of a file: its lines without comment lines, split at semicolons. */
+    static List<String> statements(String text) {
+        StringBuilder kept = new StringBuilder();
+        for (String line : text.split("\n")) {
+            if (!line.strip().startsWith("--")) {
+                kept.append(line).append('\n');
+            }
+        }
+        List<String> found = new ArrayList<>();
+        for (String statement : kept.toString().split(";")) {
+            if (!statement.isBlank()) {
+                found.add(statement.strip());
+            }
+        }
+        return found;
     }
 
     /** SUM(amount), sleeping 1 ms per record in alternate 3 s windows. */

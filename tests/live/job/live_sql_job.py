@@ -1,17 +1,19 @@
 """tidemark's live SQL job through PyFlink's Table API: LiveSqlJob.java's job, written in Python.
 
-The same Flink SQL as tests/live/job/LiveSqlJob.java (a 1 s ``TUMBLE`` aggregation over
-``datagen``, ``SLOW_SUM`` back-pressuring the sources in alternate 3 s windows, into
-``blackhole``), submitted by PyFlink's ``TableEnvironment`` to the local MiniCluster that
-PyFlink's gateway JVM starts: the way a Python user writes and runs a Flink SQL job. ``SLOW_SUM``
-is LiveSqlJob.java's Java aggregate, registered with ``CREATE TEMPORARY SYSTEM FUNCTION ...
-LANGUAGE JAVA`` from the compiled job on ``pipeline.classpaths``, so the job Flink runs is all
-JVM, as a Python user's job with a Java UDF is (a Python UDF would add a Python worker).
+The statements of tests/live/job/live_sql_job.sql, which LiveSqlJob.java runs too (a 1 s
+``TUMBLE`` aggregation over ``datagen``, ``SLOW_SUM`` back-pressuring the sources in alternate
+3 s windows, into ``blackhole``), submitted by PyFlink's ``TableEnvironment`` to the local
+MiniCluster that PyFlink's gateway JVM starts: the way a Python user writes and runs a Flink
+SQL job. ``SLOW_SUM`` is LiveSqlJob.java's Java aggregate, registered with ``CREATE TEMPORARY
+SYSTEM FUNCTION ... LANGUAGE JAVA`` from the compiled job on ``pipeline.classpaths``, so the
+job Flink runs is all JVM, as a Python user's job with a Java UDF is (a Python UDF would add a
+Python worker).
 
 Runs in a virtual environment of its own with ``apache-flink`` installed
 (tests/live/pyflink-venv.sh); the capture is attached by the caller (``JVM_ARGS`` with
-``-javaagent``; the reporter from ``--capture-dir``). Arguments as LiveSqlJob.java's, plus
-``--classes DIR`` (the compiled job). Prints ``LIVEJOB_RESULT {json}`` at the end.
+``-javaagent``; the reporter from ``--capture-dir``). Arguments as LiveSqlJob.java's (``--sql
+FILE`` among them), plus ``--classes DIR`` (the compiled job). Prints ``LIVEJOB_RESULT {json}``
+at the end.
 """
 
 from __future__ import annotations
@@ -24,7 +26,12 @@ from pathlib import Path
 from pyflink.common import Configuration
 from pyflink.table import EnvironmentSettings, TableEnvironment
 
-RATE = 2000
+
+def statements(text: str) -> list[str]:
+    """The statements of a file: its lines without comment lines, split at semicolons (as
+    LiveSqlJob.java splits them)."""
+    kept = "\n".join(line for line in text.splitlines() if not line.strip().startswith("--"))
+    return [statement.strip() for statement in kept.split(";") if statement.strip()]
 
 
 def main(argv: list[str]) -> int:
@@ -56,31 +63,10 @@ def main(argv: list[str]) -> int:
         "CREATE TEMPORARY SYSTEM FUNCTION SLOW_SUM AS 'tidemark.live.LiveSqlJob$SlowSum'"
         " LANGUAGE JAVA"
     )
-    seconds = int(options.get("seconds", "40"))
-    tables.execute_sql(
-        "CREATE TABLE clicks ("
-        " bucket INT, amount INT,"
-        " ts AS LOCALTIMESTAMP,"
-        " WATERMARK FOR ts AS ts - INTERVAL '0.2' SECOND"
-        ") WITH ("
-        " 'connector' = 'datagen',"
-        f" 'rows-per-second' = '{RATE}',"
-        f" 'number-of-rows' = '{RATE * seconds}',"
-        " 'fields.bucket.min' = '0', 'fields.bucket.max' = '15',"
-        " 'fields.amount.min' = '1', 'fields.amount.max' = '100')"
-    )
-    tables.execute_sql(
-        "CREATE TABLE totals ("
-        " window_start TIMESTAMP(3), bucket INT, clicks BIGINT, amount BIGINT"
-        ") WITH ('connector' = 'blackhole')"
-    )
+    # live_sql_job.sql (--sql FILE): the statements, the last one the INSERT that runs the job
     started = time.time()
-    result = tables.execute_sql(
-        "INSERT INTO totals"
-        " SELECT window_start, bucket, COUNT(*), SLOW_SUM(amount)"
-        " FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '1' SECOND))"
-        " GROUP BY window_start, window_end, bucket"
-    )
+    for statement in statements(Path(options["sql"]).read_text()):
+        result = tables.execute_sql(statement)
     result.wait()
     job_ms = round((time.time() - started) * 1000)
     print("LIVEJOB_RESULT " + json.dumps({"job_ms": job_ms, "api": "pyflink"}), flush=True)
