@@ -9,7 +9,6 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from tests.e2e.harness import dbt, tidemark
 from tests.e2e.warm import WarmLake
 from tests.events import timer, watermark, write_jsonl
 from tidemark.lake import Lake
@@ -17,14 +16,21 @@ from tidemark.lake import Lake
 pytestmark = pytest.mark.e2e
 
 
-def test_a_bronze_table_repeating_an_identity_fails_its_staging_test(tmp_path: Path) -> None:
+def test_bronze_another_tool_wrote_wrong_fails_the_build_saying_where(tmp_path: Path) -> None:
     """Contract §1/§3: bronze holds each identity once. Staging does not deduplicate (decision
     0011), so a table another tool wrote with a repeat fails the staging view's uniqueness test,
-    and nothing downstream is built from it; the same lake before the repeat passes."""
+    and nothing downstream is built from it; the same lake before the repeat passes. Ingest
+    quarantines a channel outside the valve; one landed by other means fails `dbt run` in the
+    valve UDTF, naming the task and seq. One lake and one warm worker for both."""
     lake = Lake.from_env(tmp_path / "lake")
     tests = ["test", "--select", "stg_bronze__timer_events stg_bronze__watermark_events"]
     unique = "tidemark_unique_combination_stg_bronze__timer_events_job_id"
-    events = [timer(1), timer(2, action="end"), watermark(3, num_channels=1)]
+    events = [
+        timer(1),
+        timer(2, action="end"),
+        watermark(3, channel_index=0, num_channels=2, watermark_ms=10),
+        watermark(4, channel_index=1, num_channels=2, watermark_ms=20),
+    ]
     with WarmLake(lake) as warm:
         warm.tidemark("ingest", str(write_jsonl(tmp_path / "events.jsonl", events))).check()
         passed = warm.dbt(*tests).check()
@@ -34,24 +40,15 @@ def test_a_bronze_table_repeating_an_identity_fails_its_staging_test(tmp_path: P
             str(table), DeltaTable(str(table)).to_pyarrow_table().slice(0, 1), mode="append"
         )
         failed = warm.dbt(*tests)
-    assert failed.returncode == 1, failed.stdout
-    assert f"FAIL 1 {unique}" in failed.stdout, failed.stdout
+        assert failed.returncode == 1, failed.stdout
+        assert f"FAIL 1 {unique}" in failed.stdout, failed.stdout
 
-
-def test_bad_input_reaching_the_udtf_fails_the_build_naming_task_and_seq(tmp_path: Path) -> None:
-    """Ingest quarantines a channel outside the valve; one landed by other means fails dbt."""
-    lake = Lake.from_env(tmp_path / "lake")
-    good = [
-        watermark(1, channel_index=0, num_channels=2, watermark_ms=10),
-        watermark(2, channel_index=1, num_channels=2, watermark_ms=20),
-    ]
-    tidemark("ingest", str(write_jsonl(tmp_path / "good.jsonl", good)), lake=lake).check()
-    path = lake.bronze_table("watermark_events")
-    table = DeltaTable(str(path)).to_pyarrow_dataset().to_table()
-    bad = table.slice(0, 1).to_pylist()[0]
-    bad.update(seq=7, channel_index=5, line_number=99, ingest_id=bad["ingest_id"] + 1)
-    write_deltalake(str(path), pa.Table.from_pylist([bad], schema=table.schema), mode="append")
-    result = dbt("run", "--select", "+int_valve_outputs_computed", lake=lake)
+        path = lake.bronze_table("watermark_events")
+        table = DeltaTable(str(path)).to_pyarrow_dataset().to_table()
+        bad = table.slice(0, 1).to_pylist()[0]
+        bad.update(seq=7, channel_index=5, line_number=99, ingest_id=bad["ingest_id"] + 1)
+        write_deltalake(str(path), pa.Table.from_pylist([bad], schema=table.schema), mode="append")
+        result = warm.dbt("run", "--select", "+int_valve_outputs_computed")
     assert result.returncode != 0
     message = (
         "tidemark_valve: task job_id='job' vertex_id='map' subtask_index=0 attempt=0 "
