@@ -93,10 +93,16 @@ def test_unit_tests_pin_the_vars_they_assume(demo_lake: DemoLake) -> None:
     project = yaml.safe_load((ROOT / "dbt_project.yml").read_text())["vars"]
     assert set(CHANGED_VARS) == set(project), "a var was added: change it here too"
     assert all(CHANGED_VARS[v] != project[v] for v in project)
-    result = demo_lake.warm.dbt(
-        "test", "--select", "test_type:unit", "--vars", json.dumps(CHANGED_VARS)
-    ).check()  # fmt: skip
+    args = ("test", "--select", "test_type:unit", "--vars", json.dumps(CHANGED_VARS))
+    result = demo_lake.warm.dbt(*args).check()
     assert "ERROR=0" in result.stdout and " PASS=" in result.stdout, result.stdout
+    # The fixtures ran as inline tables (macros/get_fixture_sql.sql, decision 0014): a dbt that
+    # stopped using the project's override would plan each given row as a union branch again.
+    run = demo_lake.warm.target(*args) / "run" / "tidemark" / "models" / "intermediate"
+    [fixture_test] = run.glob("int_timer_rounds_replayed.yml/**/*_T5_T10_*.sql")
+    sql = fixture_test.read_text()
+    assert "-- Fixture for int_timer_tasks_planned\nselect * from values" in sql, sql[:2000]
+    assert "union all\nselect cast(" not in sql.split("dbt_internal_unit_test_expected")[0]
 
 
 def test_changed_sampling_vars_need_a_full_refresh(demo_lake: DemoLake) -> None:
