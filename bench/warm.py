@@ -194,8 +194,12 @@ def dbt_floor(models: int, folder: Path) -> float:
 
 
 def _sql_executions(spark) -> int:
-    """Spark SQL executions so far in this session (queries and commands)."""
-    return int(spark._jsparkSession.sharedState().statusStore().executionsCount())
+    """Spark SQL executions so far in this session (queries and commands): one more than the newest
+    execution's id. The status store keeps only the latest (spark.sql.ui.retainedExecutions,
+    1000), so its count stops growing in a long run; the ids do not."""
+    store = spark._jsparkSession.sharedState().statusStore()
+    kept = int(store.executionsCount())
+    return int(store.executionsList(kept - 1, 1).head().executionId()) + 1 if kept else 0
 
 
 def _thirds(path: Path) -> tuple[Path, Path, Path]:
