@@ -17,7 +17,13 @@ from __future__ import annotations
 
 from dbt.plugins.manager import dbtPlugin
 
+from tidemark import threadsafe_ast
 from tidemark.spark.settings import needs_embedded_spark
+
+# dbt's threads parse Python literals while rendering; CPython 3.11 fails one of two at once at
+# random (tidemark/threadsafe_ast.py). The plugin is imported by every dbt process, the
+# CLI's and tidemark's own.
+threadsafe_ast.install()
 
 
 def _invocation() -> tuple[str | None, object]:
