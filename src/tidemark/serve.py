@@ -101,10 +101,13 @@ class ThriftServer:
 
     def __init__(self, lake: Lake, options: ServeOptions) -> None:
         check_options(options)
-        from tidemark.spark.session import spark_session
+        from tidemark.spark.session import STORE_VIEW_PLANS, spark_session
 
         self.options = options
         self.spark = spark_session(lake, server_conf(lake, options))
+        # The BI tools share this session: a temporary view of theirs over a mart must read the
+        # mart as it is at each query, after every publish, not the files of when it was made.
+        self.spark.conf.set(STORE_VIEW_PLANS, "false")
         hive = self.spark._jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2
         self._server = hive.startWithContext(self.spark._jsparkSession.sqlContext())
 

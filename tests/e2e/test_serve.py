@@ -57,6 +57,10 @@ def test_bi_clients_dbt_and_shutdown(server, tmp_path: Path, lake: Lake) -> None
     port, process = server
     [(events,)] = _query(port, "select count(*) from bronze.timer_events")
     assert events > 1000
+    # a BI tool's temporary views are kept as SQL, read again at each query, so they follow every
+    # publish (tidemark's own session keeps view plans: tests/spark/test_view_plans.py)
+    setting = "spark.sql.legacy.storeAnalyzedPlanForView"
+    assert _query(port, f"set {setting}") == [(setting, "false")]
 
     # The gauge and valve marts and all they need through the server: staging views, the
     # incremental macros, the checkpoints, the valve UDTF the server registered. Every model, and

@@ -32,6 +32,7 @@ from tidemark.spark.settings import SparkSetupError, archive_options, delta_mode
 from udfs.spark import register_udfs
 
 LAKE_CONF = "spark.tidemark.lake"
+STORE_VIEW_PLANS = "spark.sql.legacy.storeAnalyzedPlanForView"
 _LOG4J = Path(__file__).with_name("log4j2.properties")
 
 
@@ -198,6 +199,13 @@ def spark_session(lake: Lake | None = None, extra_conf: dict[str, str] | None = 
             f"{jvm_options()!r} (TIDEMARK_JAVA_OPTIONS) and TIDEMARK_DRIVER_MEMORY"
         ) from exc
     spark.sparkContext.setLogLevel(os.environ.get("TIDEMARK_SPARK_LOG_LEVEL", "WARN"))
+    # In this session (dbt's, the CLI's), not in the Thrift server's sessions, which start from
+    # Spark's configuration: a temporary view keeps its analysed plan instead of its SQL text
+    # analysed again wherever it is read. dbt's unit tests (macros/materializations/unit.sql) and
+    # dbt-spark's incremental models make a temporary view of a model and then read it, so Spark
+    # analysed each such model twice (docs/decisions/0014-what-make-test-runs.md). A BI tool's
+    # own temporary view keeps reading the tables as they are at each query.
+    spark.conf.set(STORE_VIEW_PLANS, "true")
     # spark.jars reaches the driver's own threads; the Thrift server's run each statement with
     # the session's class loader, which must find the procedures too.
     jvm = spark.sparkContext._jvm
