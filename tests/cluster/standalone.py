@@ -18,7 +18,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -28,18 +27,14 @@ from pathlib import Path
 
 import pyspark
 
+from tests.ports import free_port
+
 SPARK_HOME = Path(pyspark.__file__).parent
 HOST = "127.0.0.1"
 
 
 class ClusterStartError(RuntimeError):
     """The cluster did not come up; the message carries the end of each process's log."""
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        return probe.getsockname()[1]
 
 
 def bare_python(folder: Path) -> Path:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pyarrow.dataset as ds
 
+from tests.ports import free_port as free_port
 from tidemark.lake import Lake
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -136,14 +137,6 @@ def tidemark(*args: str, lake: Lake, **extra: str) -> Result:
 
 def dbt(*args: str, lake: Lake, **extra: str) -> Result:
     return run([str(BIN / "dbt"), *args], lake, **extra)
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class TidemarkRun:

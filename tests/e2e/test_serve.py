@@ -37,16 +37,18 @@ def server(tmp_path: Path, lake: Lake):
     tidemark("generate", "--scenario", "steady", "--out", str(data), lake=lake).check()
     tidemark("ingest", str(data), lake=lake).check()
     port = free_port()
-    process = subprocess.Popen(
-        [str(BIN / "tidemark"), "serve", "--port", str(port), "--refresh-s", "1"],
-        cwd=ROOT,
-        env=environment(lake),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
+    errors = tmp_path / "serve.stderr"
+    with errors.open("w") as stderr:
+        process = subprocess.Popen(
+            [str(BIN / "tidemark"), "serve", "--port", str(port), "--refresh-s", "1"],
+            cwd=ROOT,
+            env=environment(lake),
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
     line = process.stdout.readline() if process.stdout else ""
-    assert "listening on 127.0.0.1" in line, line
+    assert "listening on 127.0.0.1" in line, errors.read_text()[-3000:]
     yield port, process
     if process.poll() is None:
         process.kill()

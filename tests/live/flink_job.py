@@ -22,7 +22,6 @@ import hashlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -31,6 +30,8 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "capture" / "build"
@@ -187,12 +188,6 @@ def capture_jar() -> Path:
             f"{CAPTURE_JAR.relative_to(ROOT)} is missing: run `make capture` first"
         )
     return CAPTURE_JAR
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass
