@@ -23,9 +23,9 @@ def _analysed_again(spark, view: str) -> int:
 
 def test_tidemarks_session_keeps_view_plans_and_new_sessions_do_not(spark) -> None:
     """dbt's unit tests and dbt-spark's incremental models read a temporary view of a model right
-    after making it: kept as a plan, the model is analysed once. The Thrift server's sessions
-    (new sessions, from Spark's configuration) keep Spark's default, so a BI tool's temporary
-    view over a mart reads the mart as it is at each query, after any publish."""
+    after making it: kept as a plan, the model is analysed once. A new session starts from
+    Spark's configuration and keeps Spark's default (the Thrift server, whose BI tools share
+    tidemark's session, sets it back: tests/e2e/test_serve.py)."""
     assert spark.conf.get(STORE_VIEW_PLANS) == "true"
     assert spark.newSession().conf.get(STORE_VIEW_PLANS) == "false"
 

@@ -199,12 +199,12 @@ def spark_session(lake: Lake | None = None, extra_conf: dict[str, str] | None = 
             f"{jvm_options()!r} (TIDEMARK_JAVA_OPTIONS) and TIDEMARK_DRIVER_MEMORY"
         ) from exc
     spark.sparkContext.setLogLevel(os.environ.get("TIDEMARK_SPARK_LOG_LEVEL", "WARN"))
-    # In this session (dbt's, the CLI's), not in the Thrift server's sessions, which start from
-    # Spark's configuration: a temporary view keeps its analysed plan instead of its SQL text
-    # analysed again wherever it is read. dbt's unit tests (macros/materializations/unit.sql) and
-    # dbt-spark's incremental models make a temporary view of a model and then read it, so Spark
-    # analysed each such model twice (docs/decisions/0014-what-make-test-runs.md). A BI tool's
-    # own temporary view keeps reading the tables as they are at each query.
+    # In this session only (new sessions start from Spark's configuration): a temporary view
+    # keeps its analysed plan instead of its SQL text analysed again wherever it is read. dbt's
+    # unit tests (macros/materializations/unit.sql) and dbt-spark's incremental models make a
+    # temporary view of a model and then read it, so Spark analysed each such model twice
+    # (docs/decisions/0014-what-make-test-runs.md). The Thrift server, whose BI tools share this
+    # session, sets it back (serve.py): their temporary views read the marts as they are.
     spark.conf.set(STORE_VIEW_PLANS, "true")
     # spark.jars reaches the driver's own threads; the Thrift server's run each statement with
     # the session's class loader, which must find the procedures too.
