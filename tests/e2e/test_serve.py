@@ -15,6 +15,7 @@ from bench.serve import figures_query
 from tests.e2e.harness import BIN, ROOT, dbt, environment, free_port, tidemark
 from tests.events import timer, write_jsonl
 from tidemark.lake import Lake
+from tidemark.spark.session import STORE_VIEW_PLANS
 
 pytestmark = pytest.mark.e2e
 
@@ -61,8 +62,7 @@ def test_bi_clients_dbt_and_shutdown(server, tmp_path: Path, lake: Lake) -> None
     assert events > 1000
     # a BI tool's temporary views are kept as SQL, read again at each query, so they follow every
     # publish (tidemark's own session keeps view plans: tests/spark/test_view_plans.py)
-    setting = "spark.sql.legacy.storeAnalyzedPlanForView"
-    assert _query(port, f"set {setting}") == [(setting, "false")]
+    assert _query(port, f"set {STORE_VIEW_PLANS}") == [(STORE_VIEW_PLANS, "false")]
 
     # The gauge and valve marts and all they need through the server: staging views, the
     # incremental macros, the checkpoints, the valve UDTF the server registered. Every model, and
