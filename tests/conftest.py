@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -38,51 +39,74 @@ os.environ.setdefault(
 )
 
 # Every Spark JVM of the suite maps in one archive of Spark's classes (tidemark.spark.jvm_archive):
-# a start takes about 10 s instead of 18 on two cores, and the suite starts about a dozen. The
-# archive is written in the background while the first tests run (JVMs that start before it is
-# whole start without it; FIRST below runs the tests that start none first) and kept in
-# .cache/jvm/ for later runs, one per Java, PySpark and JVM options. A run of only pure tests
+# a start takes about 10 s instead of 18 on two cores, and the suite starts about a dozen. It is
+# .cache/jvm/spark-KEY.jsa, KEY naming this Java and the pinned PySpark, the file `make demo`
+# writes (the Makefile's JVM_ARCHIVE names it alike). Java's compiler and collector options do
+# not matter to it (Java maps an archive written under others). When it is missing, it is
+# written in the background while the first tests run (JVMs that start before it is whole start
+# without it; FIRST below runs the tests that start none first). A run of only pure tests
 # (PURE, `make test-unit`) writes none; TIDEMARK_JVM_ARCHIVE=off or a path of your own overrides.
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _archive_for_this_machine() -> str:
-    """The archive's path for this Java, PySpark and JVM options; "off" without Java (the tests
-    that need Spark then fail with tidemark's own message, which says what to install)."""
+def archive_for_this_machine() -> str:
+    """The archive's path for this Java and PySpark; "off" without Java (the tests that need
+    Spark then fail with tidemark's own message, which says what to install)."""
     from importlib.metadata import version
 
     try:
         java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False)
     except OSError:
         return "off"
-    key = "\n".join((java.stderr, version("pyspark"), os.environ["TIDEMARK_JAVA_OPTIONS"]))
+    # As the Makefile's `{ java -version 2>&1; grep '^pyspark==' constraints.txt; }`.
+    key = f"{java.stdout}{java.stderr}pyspark=={version('pyspark')}\n"
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     return str(ROOT / ".cache" / "jvm" / f"spark-{digest}.jsa")
 
 
 if "TIDEMARK_JVM_ARCHIVE" not in os.environ:
-    os.environ["TIDEMARK_JVM_ARCHIVE"] = _archive_for_this_machine()
+    os.environ["TIDEMARK_JVM_ARCHIVE"] = archive_for_this_machine()
 _preparing: list[subprocess.Popen] = []
 
 # Test files that start no JVM and run no dbt: a run of only these prepares nothing.
 PURE = ("tests/unit/", "tests/live/test_matching.py")
 
 
+def _named(config: pytest.Config) -> list[Path]:
+    return [Path(arg.split("::")[0]).resolve() for arg in config.args]
+
+
 def _only_pure(config: pytest.Config) -> bool:
     pure = [(ROOT / path).resolve() for path in PURE]
-    named = [Path(arg.split("::")[0]).resolve() for arg in config.args]
-    return all(any(path.is_relative_to(p) for p in pure) for path in named)
+    return all(any(path.is_relative_to(p) for p in pure) for path in _named(config))
+
+
+def _runs_capture_tests(config: pytest.Config) -> bool:
+    capture = ROOT / "tests" / "capture"
+    return any(capture.is_relative_to(p) or p.is_relative_to(capture) for p in _named(config))
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """On the controller (or a run without workers), unless it runs only pure tests: start
-    writing the JVM archive if it is missing, and dbt's parse of the project
-    (tests/e2e/harness.py: ``saved_parse``), both in the background while the workers collect."""
+    writing the JVM archive if it is missing, dbt's parse of the project
+    (tests/e2e/harness.py: ``saved_parse``) and, for the capture tests, installing the Flink
+    releases and Java runtimes they run on (the first run of a clone downloads some 700 MB from
+    PyPI: about 50 s of a worker's time otherwise), all in the background while the workers
+    collect."""
     if hasattr(config, "workerinput") or _only_pure(config):
         return
     python = Path(sys.executable)
     parse = [python, "-m", "tests.e2e.harness"]
     _preparing.append(subprocess.Popen(parse, cwd=ROOT, start_new_session=True))
+    if _runs_capture_tests(config):
+        from tests.capture.releases import downloads
+
+        script = "; ".join(shlex.join(command) + " >/dev/null" for command in downloads())
+        (ROOT / ".cache").mkdir(exist_ok=True)
+        with open(ROOT / ".cache" / "downloads.log", "w") as log:
+            _preparing.append(
+                subprocess.Popen(["bash", "-c", script], stderr=log, start_new_session=True)
+            )
     archive = Path(os.environ["TIDEMARK_JVM_ARCHIVE"])
     if archive.name == "off" or archive.exists():
         return
