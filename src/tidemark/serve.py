@@ -10,14 +10,17 @@ sees the new events.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
 import signal
 import socket
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tidemark.lake import BRONZE_TABLES, Lake
+from tidemark.spark.settings import RESOURCES_DIR
 
 log = logging.getLogger("tidemark.serve")
 
@@ -69,6 +72,10 @@ def check_options(options: ServeOptions) -> None:
             ) from exc
 
 
+def session_folders(lake: Lake) -> Path:
+    return lake.metastore / "downloaded-resources"
+
+
 def server_conf(lake: Lake, options: ServeOptions) -> dict[str, str]:
     conf = {
         "spark.hadoop.hive.server2.thrift.bind.host": options.host,
@@ -77,6 +84,10 @@ def server_conf(lake: Lake, options: ServeOptions) -> dict[str, str]:
             lake.logs / "operation_logs"
         ),
         "spark.sql.hive.thriftServer.singleSession": "true",
+        # Hive makes a session's resource folder as the session opens and deletes it as it
+        # closes. With one folder for every session (spark_conf), a BI client's close raced
+        # another's open ("Couldn't create directory"); so a folder per session here.
+        f"spark.hadoop.{RESOURCES_DIR}": str(session_folders(lake) / "${hive.session.id}"),
     }
     for key, value in options.hiveconf.items():
         conf[f"spark.hadoop.{key}"] = value
@@ -104,6 +115,11 @@ class ThriftServer:
         from tidemark.spark.session import STORE_VIEW_PLANS, spark_session
 
         self.options = options
+        # The process's own session never closes (SPARK-51571): its empty folder stays behind,
+        # one per server start, and goes at the next (the metastore admits one process).
+        for folder in session_folders(lake).glob("*"):
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only an empty one
         self.spark = spark_session(lake, server_conf(lake, options))
         # The BI tools share this session: a temporary view of theirs over a mart must read the
         # mart as it is at each query, after every publish, not the files of when it was made.

@@ -15,6 +15,7 @@ from bench.serve import figures_query
 from tests.e2e.harness import BIN, ROOT, dbt, environment, free_port, tidemark
 from tests.events import timer, write_jsonl
 from tidemark.lake import Lake
+from tidemark.serve import session_folders
 from tidemark.spark.session import STORE_VIEW_PLANS
 
 pytestmark = pytest.mark.e2e
@@ -37,6 +38,10 @@ def server(tmp_path: Path, lake: Lake):
     data = tmp_path / "events"
     tidemark("generate", "--scenario", "steady", "--out", str(data), lake=lake).check()
     tidemark("ingest", str(data), lake=lake).check()
+    # what an earlier server left: its own session's empty folder, and one with a resource
+    (session_folders(lake) / "earlier-server").mkdir(parents=True)
+    (session_folders(lake) / "earlier-with-a-file").mkdir()
+    (session_folders(lake) / "earlier-with-a-file" / "udf.jar").write_bytes(b"jar")
     port = free_port()
     errors = tmp_path / "serve.stderr"
     with errors.open("w") as stderr:
@@ -56,61 +61,11 @@ def server(tmp_path: Path, lake: Lake):
         process.wait()
 
 
-def test_bi_clients_dbt_and_shutdown(server, tmp_path: Path, lake: Lake) -> None:
-    port, process = server
-    [(events,)] = _query(port, "select count(*) from bronze.timer_events")
-    assert events > 1000
-    # a BI tool's temporary views are kept as SQL, read again at each query, so they follow every
-    # publish (tidemark's own session keeps view plans: tests/spark/test_view_plans.py)
-    assert _query(port, f"set {STORE_VIEW_PLANS}") == [(STORE_VIEW_PLANS, "false")]
-
-    # The gauge and valve marts and all they need through the server: staging views, the
-    # incremental macros, the checkpoints, the valve UDTF the server registered. Every model, and
-    # the data and unit tests, run on the demo lake with the same SQL; through the server they
-    # would add two minutes of queries to `make test`.
-    build = dbt(
-        "run", "--target", "thrift", "--select", "+fct_subtask_seconds", "+fct_valve_emissions",
-        "dim_vertices", lake=lake, TIDEMARK_THRIFT_PORT=str(port),
-    ).check()  # fmt: skip
-    assert "ERROR=0" in build.stdout
-    schemas = {row[0] for row in _query(port, "show databases")}
-    marts = (
-        [row[1] for row in _query(port, "show tables in tidemark")] if "tidemark" in schemas else []
-    )
-    for mart in marts:  # every mart answers a BI tool's query
-        _query(port, f"select * from tidemark.{mart} limit 5")
-    # tidemark's own health with cron's builds over the server: the run's on-run-end hook
-    # recorded it, and `tidemark status` reads it while the server holds the lake.
-    recorded = "select recorded_by, outcome from tidemark.run_log where row_kind = 'cycle'"
-    assert _query(port, recorded) == [("dbt run", "ok")]
-    assert "| dbt run     | ok      |" in tidemark("status", lake=lake).check().stdout
-
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        counts = list(
-            pool.map(
-                lambda n: _query(port, f"select count(*) + {n} from bronze.timer_events")[0][0],
-                range(8),
-            )
-        )
-    assert counts == [events + n for n in range(8)]
-
-    more = write_jsonl(tmp_path / "more.jsonl", [timer(i, job_id="late-job") for i in range(3)])
-    tidemark("ingest", str(more), lake=lake).check()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        [(now,)] = _query(port, "select count(*) from bronze.timer_events")
-        if now == events + 3:
-            break
-        time.sleep(1)
-    assert now == events + 3, "the server never saw the new bronze commit"
-
-    # A second build publishes into the marts the first created (an incremental mart and a
-    # table), through the server, while two BI clients read them: every answer is the figures
-    # before the build or after it, and none fails (contract §7, decision 0015). Before the
-    # publish, the table mart was missing and the incremental one's files were deleted under
-    # queries. Rebuilt from the same plan, their figures stay; bench/serve.py and the deep
-    # test_cli.py land new events each cycle.
-    marts = ("fct_subtask_seconds", "dim_vertices")
+def _reads_during_a_build(port: int, marts: tuple[str, ...], lake: Lake) -> None:
+    """A dbt run of ``marts`` through the server publishes into the tables an earlier run
+    created while two BI clients read them: every answer is a mart's figures before the run or
+    after it, and none fails (contract §7, decision 0015). Rebuilt from the same plan, their
+    figures stay; bench/serve.py and the deep test_cli.py land new events each cycle."""
     before = {m: _query(port, figures_query(m))[0] for m in marts}
     polls: list[tuple[str, tuple | str]] = []
     stop = threading.Event()
@@ -133,8 +88,8 @@ def test_bi_clients_dbt_and_shutdown(server, tmp_path: Path, lake: Lake) -> None
         client.start()
     try:
         dbt(
-            "run", "--target", "thrift", "--select", "fct_subtask_seconds", "dim_vertices",
-            lake=lake, TIDEMARK_THRIFT_PORT=str(port),
+            "run", "--target", "thrift", "--select", *marts, lake=lake,
+            TIDEMARK_THRIFT_PORT=str(port),
         ).check()  # fmt: skip
     finally:
         stop.set()
@@ -146,9 +101,78 @@ def test_bi_clients_dbt_and_shutdown(server, tmp_path: Path, lake: Lake) -> None
     wrong = [(m, a) for m, a in polls if a not in (before[m], after[m])]
     assert not wrong, wrong[:5]
 
+
+def test_bi_clients_dbt_and_shutdown(server, tmp_path: Path, lake: Lake) -> None:
+    port, process = server
+    [(events,)] = _query(port, "select count(*) from bronze.timer_events")
+    assert events > 1000
+    # a BI tool's temporary views are kept as SQL, read again at each query, so they follow every
+    # publish (tidemark's own session keeps view plans: tests/spark/test_view_plans.py)
+    assert _query(port, f"set {STORE_VIEW_PLANS}") == [(STORE_VIEW_PLANS, "false")]
+
+    # dbt --target thrift: one table mart through the server (the gauge and valve marts through
+    # it add a minute of queries: the deep test below; every model runs on the demo lake).
+    build = dbt(
+        "run", "--target", "thrift", "--select", "dim_vertices", lake=lake,
+        TIDEMARK_THRIFT_PORT=str(port),
+    ).check()  # fmt: skip
+    assert "ERROR=0" in build.stdout
+    assert len(_query(port, "select * from tidemark.dim_vertices")) > 1
+    # tidemark's own health with cron's builds over the server: the run's on-run-end hook
+    # recorded it, and `tidemark status` reads it while the server holds the lake.
+    recorded = "select recorded_by, outcome from tidemark.run_log where row_kind = 'cycle'"
+    assert _query(port, recorded) == [("dbt run", "ok")]
+    assert "| dbt run     | ok      |" in tidemark("status", lake=lake).check().stdout
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        counts = list(
+            pool.map(
+                lambda n: _query(port, f"select count(*) + {n} from bronze.timer_events")[0][0],
+                range(8),
+            )
+        )
+    assert counts == [events + n for n in range(8)]
+    # Each client session had a resource folder of its own, made as it opened and deleted as it
+    # closed: with one for all, a close deleted it under another's open, which then failed
+    # ("Couldn't create directory"). The server's own session keeps one; an earlier server's
+    # empty folder went at the start.
+    left = sorted(folder.name for folder in session_folders(lake).iterdir())
+    assert len(left) == 2 and "earlier-with-a-file" in left and "earlier-server" not in left
+
+    more = write_jsonl(tmp_path / "more.jsonl", [timer(i, job_id="late-job") for i in range(3)])
+    tidemark("ingest", str(more), lake=lake).check()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        [(now,)] = _query(port, "select count(*) from bronze.timer_events")
+        if now == events + 3:
+            break
+        time.sleep(1)
+    assert now == events + 3, "the server never saw the new bronze commit"
+
+    # Before the publish, the table mart was missing between dbt's drop and create.
+    _reads_during_a_build(port, ("dim_vertices",), lake)
+
     process.terminate()
     assert process.wait(timeout=60) == 0
     assert "stopping" in (process.stdout.read() if process.stdout else "")
+
+
+@pytest.mark.deep
+def test_gauge_and_valve_marts_through_the_server(server, lake: Lake) -> None:
+    """The gauge and valve marts and all they need through the server: staging views, the
+    incremental macros, the checkpoints, the valve UDTF the server registered; then a second run
+    publishes into an incremental mart and a table mart while BI clients read them. Before the
+    publish, the incremental mart's files were deleted under queries."""
+    port, _ = server
+    build = dbt(
+        "run", "--target", "thrift", "--select", "+fct_subtask_seconds", "+fct_valve_emissions",
+        "dim_vertices", lake=lake, TIDEMARK_THRIFT_PORT=str(port),
+    ).check()  # fmt: skip
+    assert "ERROR=0" in build.stdout
+    for mart in (row[1] for row in _query(port, "show tables in tidemark")):
+        _query(port, f"select * from tidemark.{mart} limit 5")  # every mart answers a BI tool
+    assert _query(port, "select count(*) > 0 from tidemark.fct_valve_emissions") == [(True,)]
+    _reads_during_a_build(port, ("fct_subtask_seconds", "dim_vertices"), lake)
 
 
 def test_port_taken_and_open_address_are_refused(lake: Lake) -> None:

@@ -28,7 +28,13 @@ from tidemark.lake import Lake
 from tidemark.spark.bronze import register_bronze
 from tidemark.spark.procedures import CATALOG, CATALOG_CLASS, procedures_jar
 from tidemark.spark.settings import DELTA_MODES as DELTA_MODES
-from tidemark.spark.settings import SparkSetupError, archive_options, delta_mode, jvm_options
+from tidemark.spark.settings import (
+    RESOURCES_DIR,
+    SparkSetupError,
+    archive_options,
+    delta_mode,
+    jvm_options,
+)
 from udfs.spark import register_udfs
 
 LAKE_CONF = "spark.tidemark.lake"
@@ -115,7 +121,7 @@ def spark_conf(lake: Lake) -> dict[str, str]:
         # Hive's session makes a folder for downloaded resources at start, by default a new
         # /tmp/<session id>_resources, and Spark never closes that session: every run left one
         # behind (SPARK-51571). One folder in the lake instead, shared and reused.
-        "spark.hadoop.hive.downloaded.resources.dir": str(lake.metastore / "downloaded-resources"),
+        f"spark.hadoop.{RESOURCES_DIR}": str(lake.metastore / "downloaded-resources"),
         "spark.driver.extraJavaOptions": java_options,
         # Bronze tables appear as views in this database (see register_bronze).
         "spark.sql.globalTempDatabase": "bronze",

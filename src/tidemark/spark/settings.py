@@ -15,6 +15,8 @@ from tidemark.lake import Lake
 
 DELTA_MODES = ("deltars", "native")
 JVM_ARCHIVE = "TIDEMARK_JVM_ARCHIVE"
+# Hive's folder for a session's downloaded resources (ADD JAR / ADD FILE).
+RESOURCES_DIR = "hive.downloaded.resources.dir"
 # Java says nothing of an archive it cannot use (another Java or class path): it falls back to
 # loading the classes from the jars, which is only slower.
 QUIET_ARCHIVE = "-Xlog:cds=off -Xlog:cds+dynamic=off"
