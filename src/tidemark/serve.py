@@ -17,10 +17,9 @@ import signal
 import socket
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from tidemark.lake import BRONZE_TABLES, Lake
-from tidemark.spark.settings import RESOURCES_DIR
+from tidemark.spark.settings import RESOURCES_DIR, resources_folder
 
 log = logging.getLogger("tidemark.serve")
 
@@ -72,10 +71,6 @@ def check_options(options: ServeOptions) -> None:
             ) from exc
 
 
-def session_folders(lake: Lake) -> Path:
-    return lake.metastore / "downloaded-resources"
-
-
 def server_conf(lake: Lake, options: ServeOptions) -> dict[str, str]:
     conf = {
         "spark.hadoop.hive.server2.thrift.bind.host": options.host,
@@ -87,7 +82,7 @@ def server_conf(lake: Lake, options: ServeOptions) -> dict[str, str]:
         # Hive makes a session's resource folder as the session opens and deletes it as it
         # closes. With one folder for every session (spark_conf), a BI client's close raced
         # another's open ("Couldn't create directory"); so a folder per session here.
-        f"spark.hadoop.{RESOURCES_DIR}": str(session_folders(lake) / "${hive.session.id}"),
+        f"spark.hadoop.{RESOURCES_DIR}": str(resources_folder(lake) / "${hive.session.id}"),
     }
     for key, value in options.hiveconf.items():
         conf[f"spark.hadoop.{key}"] = value
@@ -117,7 +112,7 @@ class ThriftServer:
         self.options = options
         # The process's own session never closes (SPARK-51571): its empty folder stays behind,
         # one per server start, and goes at the next (the metastore admits one process).
-        for folder in session_folders(lake).glob("*"):
+        for folder in resources_folder(lake).glob("*"):
             with contextlib.suppress(OSError):
                 folder.rmdir()  # only an empty one
         self.spark = spark_session(lake, server_conf(lake, options))

@@ -15,8 +15,8 @@ from bench.serve import figures_query
 from tests.e2e.harness import BIN, ROOT, dbt, environment, free_port, tidemark
 from tests.events import timer, write_jsonl
 from tidemark.lake import Lake
-from tidemark.serve import session_folders
 from tidemark.spark.session import STORE_VIEW_PLANS
+from tidemark.spark.settings import resources_folder
 
 pytestmark = pytest.mark.e2e
 
@@ -39,9 +39,9 @@ def server(tmp_path: Path, lake: Lake):
     tidemark("generate", "--scenario", "steady", "--out", str(data), lake=lake).check()
     tidemark("ingest", str(data), lake=lake).check()
     # what an earlier server left: its own session's empty folder, and one with a resource
-    (session_folders(lake) / "earlier-server").mkdir(parents=True)
-    (session_folders(lake) / "earlier-with-a-file").mkdir()
-    (session_folders(lake) / "earlier-with-a-file" / "udf.jar").write_bytes(b"jar")
+    (resources_folder(lake) / "earlier-server").mkdir(parents=True)
+    (resources_folder(lake) / "earlier-with-a-file").mkdir()
+    (resources_folder(lake) / "earlier-with-a-file" / "udf.jar").write_bytes(b"jar")
     port = free_port()
     errors = tmp_path / "serve.stderr"
     with errors.open("w") as stderr:
@@ -136,7 +136,7 @@ def test_bi_clients_dbt_and_shutdown(server, tmp_path: Path, lake: Lake) -> None
     # closed: with one for all, a close deleted it under another's open, which then failed
     # ("Couldn't create directory"). The server's own session keeps one; an earlier server's
     # empty folder went at the start.
-    left = sorted(folder.name for folder in session_folders(lake).iterdir())
+    left = sorted(folder.name for folder in resources_folder(lake).iterdir())
     assert len(left) == 2 and "earlier-with-a-file" in left and "earlier-server" not in left
 
     more = write_jsonl(tmp_path / "more.jsonl", [timer(i, job_id="late-job") for i in range(3)])

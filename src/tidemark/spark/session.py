@@ -34,6 +34,7 @@ from tidemark.spark.settings import (
     archive_options,
     delta_mode,
     jvm_options,
+    resources_folder,
 )
 from udfs.spark import register_udfs
 
@@ -120,8 +121,9 @@ def spark_conf(lake: Lake) -> dict[str, str]:
         ),
         # Hive's session makes a folder for downloaded resources at start, by default a new
         # /tmp/<session id>_resources, and Spark never closes that session: every run left one
-        # behind (SPARK-51571). One folder in the lake instead, shared and reused.
-        f"spark.hadoop.{RESOURCES_DIR}": str(lake.metastore / "downloaded-resources"),
+        # behind (SPARK-51571). One folder in the lake instead, shared and reused (the Thrift
+        # server gives each client session a folder of its own inside it: tidemark.serve).
+        f"spark.hadoop.{RESOURCES_DIR}": str(resources_folder(lake)),
         "spark.driver.extraJavaOptions": java_options,
         # Bronze tables appear as views in this database (see register_bronze).
         "spark.sql.globalTempDatabase": "bronze",

@@ -15,7 +15,6 @@ from tidemark.lake import Lake
 
 DELTA_MODES = ("deltars", "native")
 JVM_ARCHIVE = "TIDEMARK_JVM_ARCHIVE"
-# Hive's folder for a session's downloaded resources (ADD JAR / ADD FILE).
 RESOURCES_DIR = "hive.downloaded.resources.dir"
 # Java says nothing of an archive it cannot use (another Java or class path): it falls back to
 # loading the classes from the jars, which is only slower.
@@ -46,6 +45,11 @@ def jvm_options() -> str:
     In local mode the driver's JVM is the whole of Spark, executors included.
     """
     return os.environ.get("TIDEMARK_JAVA_OPTIONS", JVM_OPTIONS).strip()
+
+
+def resources_folder(lake: Lake) -> Path:
+    """Where Hive keeps a session's downloaded resources (``RESOURCES_DIR``: ADD JAR, ADD FILE)."""
+    return lake.metastore / "downloaded-resources"
 
 
 def archive_path(lake: Lake) -> Path | None:
