@@ -46,8 +46,9 @@ $(JVM_ARCHIVE): $(BIN)/.installed
 	$(BIN)/tidemark jvm-archive --out $@
 
 # Unless TIDEMARK_JVM_ARCHIVE says otherwise, the demo lake's archive is the machine's (a link).
-demo: install $(if $(TIDEMARK_JVM_ARCHIVE),,$(JVM_ARCHIVE))  ## write Spark's class archive, generate the backpressure scenario, ingest it, dbt build (as a schedule runs it), show a few rows
-	$(if $(TIDEMARK_JVM_ARCHIVE),,mkdir -p $(TIDEMARK_LAKE)/jvm && ln -sfn $(JVM_ARCHIVE) $(TIDEMARK_LAKE)/jvm/spark-classes.jsa)
+DEMO_ARCHIVE := $(if $(TIDEMARK_JVM_ARCHIVE),,$(JVM_ARCHIVE))
+demo: install $(DEMO_ARCHIVE)  ## write Spark's class archive, generate the backpressure scenario, ingest it, dbt build (as a schedule runs it), show a few rows
+	$(if $(DEMO_ARCHIVE),mkdir -p $(TIDEMARK_LAKE)/jvm && ln -sfn $(DEMO_ARCHIVE) $(TIDEMARK_LAKE)/jvm/spark-classes.jsa)
 	$(BIN)/tidemark generate --scenario $(DEMO_SCENARIO) --out $(DEMO_DATA) --seed 7
 	$(BIN)/tidemark ingest $(DEMO_DATA)
 	@# Models and data tests, as the README's scheduled commands run them; dbt's unit tests test
