@@ -91,12 +91,14 @@ test-deep: install  ## the long property runs (incremental vs full refresh), the
 	TIDEMARK_REFERENCE_WINDOWS=5 \
 	$(BIN)/pytest tests/e2e/test_gauges_reference.py -k gauge_marts_match_a_literal_timer_gauge
 
-lint: install  ## ruff check and format check only
+lint: install  ## ruff check and format check, and sqlfluff over the dbt SQL (.sqlfluff; about 2 minutes)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/sqlfluff lint models tests/dbt --processes 2
 
-format: install  ## apply ruff's formatting
+format: install  ## apply ruff's formatting and sqlfluff's fixes (layout; about 10 minutes)
 	$(BIN)/ruff format .
+	$(BIN)/sqlfluff fix models tests/dbt --processes 2
 
 bench: install  ## benchmarks: ingest, dbt build and the Spark floor on $(BENCH_EVENTS) events; the scheduled path and the service (run --serve); a 1,000-subtask job minute by minute (bench/scale.py); nine days under retention (bench/week.py); the capture (long)
 	$(BIN)/python bench/run.py --events $(BENCH_EVENTS)
