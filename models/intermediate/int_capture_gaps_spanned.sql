@@ -35,7 +35,11 @@ planned as (
 
 gap_tasks as (
 
-    select distinct job_id, vertex_id, subtask_index, attempt
+    select distinct
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt
     from gaps
 
 ),
@@ -52,7 +56,12 @@ timer_events as (
 
 task_gauges as (
 
-    select distinct job_id, vertex_id, subtask_index, attempt, gauge
+    select distinct
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        gauge
     from timer_events
 
 ),
@@ -167,17 +176,17 @@ islands as (
     -- island when it begins after every earlier one has ended.
     select
         ordered.*,
-        sum(case when not_exact_from_ms <= previous_to_ms then 0 else 1 end) over (
-            partition by job_id, vertex_id, subtask_index, attempt
-            order by not_exact_from_ms, from_seq
+        sum(case when ordered.not_exact_from_ms <= ordered.previous_to_ms then 0 else 1 end) over (
+            partition by ordered.job_id, ordered.vertex_id, ordered.subtask_index, ordered.attempt
+            order by ordered.not_exact_from_ms, ordered.from_seq
             rows between unbounded preceding and current row
         ) as island
     from (
         select
             ranges.*,
-            max(not_exact_to_ms) over (
-                partition by job_id, vertex_id, subtask_index, attempt
-                order by not_exact_from_ms, from_seq
+            max(ranges.not_exact_to_ms) over (
+                partition by ranges.job_id, ranges.vertex_id, ranges.subtask_index, ranges.attempt
+                order by ranges.not_exact_from_ms, ranges.from_seq
                 rows between unbounded preceding and 1 preceding
             ) as previous_to_ms
         from ranges

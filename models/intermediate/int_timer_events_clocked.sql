@@ -33,10 +33,10 @@
         {%- endfor -%}
     {%- endif -%}
 {%- else -%}
-    {%- set of_plan = 'from ' ~ planned_relation ~ ' where is_changed' -%}
+{%- set of_plan = 'from ' ~ planned_relation ~ ' where is_changed' -%}
     {%- set on_plan = 'ingest_id > (select max(previous_processed_ingest_id) ' ~ of_plan
         ~ ') or ts_ms >= (select min(replay_min_ts_ms) ' ~ of_plan ~ ')' -%}
-    {%- set replayed = {'timer_events': on_plan, 'watermark_events': on_plan} -%}
+{%- set replayed = {'timer_events': on_plan, 'watermark_events': on_plan} -%}
 {%- endif %}
 
 with

@@ -34,15 +34,23 @@ with_previous as (
     select
         clocked_events.*,
         case clocked_events.gauge
-            when 'idle' then last_value(
-                case when clocked_events.gauge = 'idle' then clocked_events.is_start end, true
-            ) over earlier_events
-            when 'soft_backpressured' then last_value(
-                case when clocked_events.gauge = 'soft_backpressured' then clocked_events.is_start end,
-                true
-            ) over earlier_events
+            when 'idle'
+                then last_value(
+                    case when clocked_events.gauge = 'idle' then clocked_events.is_start end, true
+                ) over earlier_events
+            when 'soft_backpressured'
+                then last_value(
+                    case
+                        when
+                            clocked_events.gauge = 'soft_backpressured'
+                            then clocked_events.is_start
+                    end,
+                    true
+                ) over earlier_events
             when 'hard_backpressured' then last_value(
-                case when clocked_events.gauge = 'hard_backpressured' then clocked_events.is_start end,
+                case
+                    when clocked_events.gauge = 'hard_backpressured' then clocked_events.is_start
+                end,
                 true
             ) over earlier_events
         end as previous_is_start

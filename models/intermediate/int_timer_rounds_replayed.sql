@@ -34,7 +34,11 @@ update_tasks as (
 
     -- Tasks with any `update` record in bronze: a cheap filter (row groups without one are
     -- skipped), so that the windows below read only tasks that may have rounds.
-    select distinct job_id, vertex_id, subtask_index, attempt
+    select distinct
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt
     from {{ source('bronze', 'timer_events') }}
     where action = 'update'
 
@@ -61,7 +65,11 @@ bronze_timer_events as (
 
 captured_tasks as (
 
-    select distinct job_id, vertex_id, subtask_index, attempt
+    select distinct
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt
     from bronze_timer_events
     where action = 'update'
 
@@ -100,8 +108,8 @@ with_state as (
         coalesce(
             last_value(
                 case
-                    when action = 'start' then ts_ms != 0
-                    when action = 'end' then false
+                    when gauge_events.action = 'start' then gauge_events.ts_ms != 0
+                    when gauge_events.action = 'end' then false
                 end,
                 true
             ) over earlier_events,
@@ -109,7 +117,7 @@ with_state as (
         ) as was_measuring,
         -- The round this event's increment is counted in: one more than the updates before it.
         coalesce(
-            count(case when action = 'update' then 1 end) over earlier_events, 0
+            count(case when gauge_events.action = 'update' then 1 end) over earlier_events, 0
         ) + 1 as round_no
     from gauge_events
     window earlier_events as (
@@ -127,13 +135,22 @@ with_anchor as (
         -- updTS (T2, T4): the last effective start or the last update before this event.
         last_value(
             case
-                when action = 'update' or (action = 'start' and not was_measuring) then ts_ms
+                when
+                    with_state.action = 'update'
+                    or (with_state.action = 'start' and not with_state.was_measuring)
+                    then with_state.ts_ms
             end,
             true
         ) over earlier_events as anchor_ms,
-        -- startTS: the last effective start before this event (an `end`'s anchor before FLINK-35764).
+        -- startTS: the last effective start before this event (an `end`'s anchor before
+        -- FLINK-35764).
         last_value(
-            case when action = 'start' and not was_measuring then ts_ms end, true
+            case
+                when
+                    with_state.action = 'start' and not with_state.was_measuring
+                    then with_state.ts_ms
+            end,
+            true
         ) over earlier_events as start_anchor_ms
     from with_state
     window earlier_events as (
@@ -148,7 +165,8 @@ increments as (
 
     select
         *,
-        -- T3/T4/T10/T13: what an end or update adds while measuring; negative if the clock ran back.
+        -- T3/T4/T10/T13: what an end or update adds while measuring; negative if the clock ran
+        -- back.
         case
             when was_measuring and action = 'end' and is_end_counted_from_start
                 then ts_ms - start_anchor_ms
@@ -185,25 +203,27 @@ windowed as (
     select
         slots.*,
         -- T6: the slots written so far, at most the ring's size.
-        least(round_no, window_slots) as written_slots,
+        least(slots.round_no, slots.window_slots) as written_slots,
         {% if one_window -%}
-        sum(slot_ms) over ring as ring_ms,
+        sum(slots.slot_ms) over ring as ring_ms,
         {%- else -%}
-        -- Jobs' rings differ in size (their releases do): the last window_slots of the largest ring.
+        -- Jobs' rings differ in size (their releases do): the last window_slots of the largest
+        -- ring.
         aggregate(
             slice(
-                collect_list(slot_ms) over ring,
-                -least(round_no, window_slots),
-                least(round_no, window_slots)
+                collect_list(slots.slot_ms) over ring,
+                -least(slots.round_no, slots.window_slots),
+                least(slots.round_no, slots.window_slots)
             ),
             0L,
             (total, slot) -> total + slot
         ) as ring_ms,
         {%- endif %}
         -- T9: never windowed, never clamped.
-        sum(slot_ms) over (
-            partition by job_id, vertex_id, subtask_index, attempt, gauge
-            order by round_no
+        sum(slots.slot_ms) over (
+            partition by
+                slots.job_id, slots.vertex_id, slots.subtask_index, slots.attempt, slots.gauge
+            order by slots.round_no
             rows between unbounded preceding and current row
         ) as accumulated_ms
     from slots

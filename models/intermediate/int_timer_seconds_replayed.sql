@@ -73,13 +73,19 @@ event_changes as (
         least(
             {{ tidemark_floor_ms('sequenced_events.clock_ms', 1000) }} + 1000, planned.horizon_ms
         ) as second_end_ms,
-        case when sequenced_events.gauge in ('soft_backpressured', 'hard_backpressured')
-            then sequenced_events.open_change else 0 end as backpressure_open_change,
+        case
+            when sequenced_events.gauge in ('soft_backpressured', 'hard_backpressured')
+                then sequenced_events.open_change
+            else 0
+        end as backpressure_open_change,
         case when planned.is_soft_backpressured_open_at_anchor then 1 else 0 end
         + case when planned.is_hard_backpressured_open_at_anchor then 1 else 0 end
         + sum(
-            case when sequenced_events.gauge in ('soft_backpressured', 'hard_backpressured')
-                then sequenced_events.open_change else 0 end
+            case
+                when sequenced_events.gauge in ('soft_backpressured', 'hard_backpressured')
+                    then sequenced_events.open_change
+                else 0
+            end
         ) over (
             partition by sequenced_events.task_key
             order by sequenced_events.seq
@@ -99,8 +105,14 @@ event_sample_changes as (
     select
         event_changes.*,
         (
-            case when backpressure_open_count > 0 then 1 else 0 end
-            - case when backpressure_open_count - backpressure_open_change > 0 then 1 else 0 end
+            case when event_changes.backpressure_open_count > 0 then 1 else 0 end
+            - case
+                when
+                    event_changes.backpressure_open_count - event_changes.backpressure_open_change
+                    > 0
+                    then 1
+                else 0
+            end
         ) * (
             {{ tidemark_backpressure_samples_before('second_end_ms') }}
             - {{ tidemark_backpressure_samples_before('clock_ms') }}
@@ -217,15 +229,15 @@ start_states as (
     -- Measuring at the start of a second = at the end of the one before (or at the anchor).
     select
         end_states.*,
-        coalesce(lag(is_idle_open) over task_seconds, is_idle_open_at_anchor)
+        coalesce(lag(end_states.is_idle_open) over task_seconds, end_states.is_idle_open_at_anchor)
             as is_idle_open_at_start,
         coalesce(
-            lag(is_soft_backpressured_open) over task_seconds,
-            is_soft_backpressured_open_at_anchor
+            lag(end_states.is_soft_backpressured_open) over task_seconds,
+            end_states.is_soft_backpressured_open_at_anchor
         ) as is_soft_backpressured_open_at_start,
         coalesce(
-            lag(is_hard_backpressured_open) over task_seconds,
-            is_hard_backpressured_open_at_anchor
+            lag(end_states.is_hard_backpressured_open) over task_seconds,
+            end_states.is_hard_backpressured_open_at_anchor
         ) as is_hard_backpressured_open_at_start
     from end_states
     window task_seconds as (
@@ -246,7 +258,8 @@ sampled_seconds as (
         {{ tidemark_floor_ms('start_states.second_start_ms', sampling.refresh_ms) }}
             as sampling_start_ms,
         case
-            when {{ tidemark_floor_ms('start_states.second_start_ms', sampling.refresh_ms) }}
+            when
+                {{ tidemark_floor_ms('start_states.second_start_ms', sampling.refresh_ms) }}
                 >= start_states.first_ts_ms
                 then {{ tidemark_backpressure_samples_before(
                     'start_states.second_start_ms + start_states.second_length_ms'
@@ -285,8 +298,10 @@ final as (
             when samples_taken > 0 then sampling_start_ms + (
                 least(
                     {{ sampling.num_samples }},
-                    (second_start_ms + second_length_ms - sampling_start_ms
-                    + {{ sampling.delay_ms - 1 }}) div {{ sampling.delay_ms }}
+                    (
+                        second_start_ms + second_length_ms - sampling_start_ms
+                        + {{ sampling.delay_ms - 1 }}
+                    ) div {{ sampling.delay_ms }}
                 ) - 1
             ) * {{ sampling.delay_ms }}
         end as last_sample_ms,

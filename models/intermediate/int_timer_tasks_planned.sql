@@ -35,17 +35,17 @@
     {%- set progress = run_query(
         'select coalesce(max(processed_ingest_id), -1) from ' ~ tasks_checkpoint
     ) -%}
-    {%- set progress_id = progress.columns[0].values()[0] | int -%}
-    {%- set processed_ingest_id = 'cast(' ~ progress_id ~ ' as bigint)' -%}
-    {#- The bronze files that can hold rows landed since (tidemark_bronze_reach), chosen once. -#}
-    {%- set new_files = {} -%}
-    {%- for table in ['timer_events', 'watermark_events', 'capture_gaps'] -%}
+{%- set progress_id = progress.columns[0].values()[0] | int -%}
+{%- set processed_ingest_id = 'cast(' ~ progress_id ~ ' as bigint)' -%}
+{#- The bronze files that can hold rows landed since (tidemark_bronze_reach), chosen once. -#}
+{%- set new_files = {} -%}
+{%- for table in ['timer_events', 'watermark_events', 'capture_gaps'] -%}
         {%- do new_files.update({table: tidemark_bronze_reach(table, progress_id)}) -%}
     {%- endfor -%}
     {#- The new events summed up per task, computed once while compiling and cached in this
         session: the search window below and the plan read it, where each read scanned the new
         events again (millions of rows in a 1,000-subtask minute). Dropped after the model. -#}
-    {%- set landed_sql -%}
+{%- set landed_sql -%}
         select
             job_id,
             vertex_id,
@@ -57,7 +57,7 @@
             max(ts_ms) as max_new_ts_ms,
             max(ingest_id) as max_new_ingest_id
         from (
-            {%- for table in ['timer_events', 'watermark_events'] %}
+{%- for table in ['timer_events', 'watermark_events'] %}
             {{- ' union all' if not loop.first }}
             select bronze.job_id, bronze.vertex_id, bronze.subtask_index, bronze.attempt, bronze.seq,
                 bronze.ts_ms, bronze.ingest_id
@@ -93,14 +93,28 @@ with
 
 bronze_timer_events as (
 
-    select job_id, vertex_id, subtask_index, attempt, seq, ts_ms, ingest_id
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        seq,
+        ts_ms,
+        ingest_id
     from {{ source('bronze', 'timer_events') }}
 
 ),
 
 bronze_watermark_events as (
 
-    select job_id, vertex_id, subtask_index, attempt, seq, ts_ms, ingest_id
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        seq,
+        ts_ms,
+        ingest_id
     from {{ source('bronze', 'watermark_events') }}
 
 ),
@@ -383,7 +397,7 @@ planned as (
         -- subquery of them: Spark inlines a CTE in each place that reads it, and such a
         -- subquery scanned all of bronze a second time.
         greatest(
-            max(max_ingest_id) over (), (select max(ingest_id) from vertices)
+            max(max_ingest_id) over (), (select max(vertices.ingest_id) from vertices)
         ) as processed_ingest_id
     from tasks
 

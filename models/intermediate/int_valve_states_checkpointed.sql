@@ -73,10 +73,11 @@ previous_checkpoints as (
         processed_ingest_id,
         {#- A table from before later_from_ms: NULL, which bounds no read (the column is added
             by this run, on_schema_change). #}
-        {{ 'later_from_ms' if this is string or 'later_from_ms' in adapter.get_columns_in_relation(this)
-            | map(attribute='name') | list else 'cast(null as bigint) as later_from_ms' }}
+        {{ 'later_from_ms' if this is string
+            or 'later_from_ms' in adapter.get_columns_in_relation(this) | map(attribute='name') | list
+            else 'cast(null as bigint) as later_from_ms' }}
     from {{ this }}
-    where job_id in (select job_id from new_checkpoints)
+    where job_id in (select new_checkpoints.job_id from new_checkpoints)
 
 ),
 
@@ -104,9 +105,13 @@ superseded as (
     -- after that point, so a checkpoint beyond it can never be resumed from again.
     select
         all_checkpoints.*,
-        min(resumed_after_seq) over (
-            partition by job_id, vertex_id, subtask_index, attempt
-            order by batch_id
+        min(all_checkpoints.resumed_after_seq) over (
+            partition by
+                all_checkpoints.job_id,
+                all_checkpoints.vertex_id,
+                all_checkpoints.subtask_index,
+                all_checkpoints.attempt
+            order by all_checkpoints.batch_id
             range between 1 following and unbounded following
         ) as superseded_after_seq
     from all_checkpoints
@@ -118,11 +123,16 @@ recent as (
     select
         superseded.*,
         row_number() over (
-            partition by job_id, vertex_id, subtask_index, attempt
-            order by batch_id desc, seq desc
+            partition by
+                superseded.job_id,
+                superseded.vertex_id,
+                superseded.subtask_index,
+                superseded.attempt
+            order by superseded.batch_id desc, superseded.seq desc
         ) as recency
     from superseded
-    where superseded_after_seq is null or seq <= superseded_after_seq
+    where
+        superseded.superseded_after_seq is null or superseded.seq <= superseded.superseded_after_seq
 
 ),
 

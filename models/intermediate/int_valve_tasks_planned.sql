@@ -12,9 +12,15 @@
     build, --full-refresh, a watermark model missing): every task, from its first event.
 -#}
 {%- set checkpoints_relation = tidemark_model_relation('int_valve_states_checkpointed') -%}
-{%- set ns = namespace(is_incremental_run=execute and not flags.FULL_REFRESH and checkpoints_relation is not none) -%}
-{%- for model_name in ['fct_valve_emissions', 'fct_task_watermarks', 'fct_watermark_seconds', 'fct_vertex_watermark_seconds'] -%}
-    {%- if ns.is_incremental_run and tidemark_model_relation(model_name) is none -%}
+{%- set ns = namespace(
+    is_incremental_run=execute and not flags.FULL_REFRESH and checkpoints_relation is not none
+) -%}
+{%- set watermark_models = [
+    'fct_valve_emissions', 'fct_task_watermarks', 'fct_watermark_seconds',
+    'fct_vertex_watermark_seconds'
+] -%}
+{%- for model_name in watermark_models -%}
+{%- if ns.is_incremental_run and tidemark_model_relation(model_name) is none -%}
         {%- set ns.is_incremental_run = false -%}
     {%- endif -%}
 {%- endfor -%}
@@ -35,7 +41,15 @@ with
 
 bronze_watermark_events as (
 
-    select job_id, vertex_id, subtask_index, attempt, seq, input_index, ingest_id, data_file
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        seq,
+        input_index,
+        ingest_id,
+        data_file
     from {{ source('bronze', 'watermark_events') }}
 
 ),
@@ -62,19 +76,23 @@ progress as (
 new_by_task as (
 
     select
-        job_id,
-        vertex_id,
-        subtask_index,
-        attempt,
-        min(seq) as min_new_seq,
-        collect_set(input_index) as new_inputs,
-        max(ingest_id) as max_new_ingest_id
+        bronze_watermark_events.job_id,
+        bronze_watermark_events.vertex_id,
+        bronze_watermark_events.subtask_index,
+        bronze_watermark_events.attempt,
+        min(bronze_watermark_events.seq) as min_new_seq,
+        collect_set(bronze_watermark_events.input_index) as new_inputs,
+        max(bronze_watermark_events.ingest_id) as max_new_ingest_id
     from bronze_watermark_events
     -- Compared with the progress as a column: the same generated code in every run.
     inner join progress
         on bronze_watermark_events.ingest_id > progress.processed_ingest_id
     where {{ new_files }}
-    group by job_id, vertex_id, subtask_index, attempt
+    group by
+        bronze_watermark_events.job_id,
+        bronze_watermark_events.vertex_id,
+        bronze_watermark_events.subtask_index,
+        bronze_watermark_events.attempt
 
 ),
 
@@ -85,11 +103,15 @@ latest_checkpoints as (
         select
             checkpoints.*,
             row_number() over (
-                partition by job_id, vertex_id, subtask_index, attempt
-                order by batch_id desc, seq desc
+                partition by
+                    checkpoints.job_id,
+                    checkpoints.vertex_id,
+                    checkpoints.subtask_index,
+                    checkpoints.attempt
+                order by checkpoints.batch_id desc, checkpoints.seq desc
             ) as recency
         from checkpoints
-    )
+    ) as ranked_checkpoints
     where recency = 1
 
 ),
@@ -124,8 +146,9 @@ tasks_to_run as (
 resume_points as (
 
     -- The newest checkpoint before the task's first new event (every kept checkpoint is still
-    -- usable: int_valve_states_checkpointed drops superseded ones), made with this run's semantics and
-    -- knowing every input the new events use (the combiner needs all inputs from the start).
+    -- usable: int_valve_states_checkpointed drops superseded ones), made with this run's
+    -- semantics and knowing every input the new events use (the combiner needs all inputs from
+    -- the start).
     -- None: replay from the first event.
     select
         tasks_to_run.job_id,
@@ -165,14 +188,21 @@ resume_points as (
 
 progress as (
 
-    select cast(-1 as bigint) as processed_ingest_id, cast(0 as bigint) as batch_id
+    select
+        cast(-1 as bigint) as processed_ingest_id,
+        cast(0 as bigint) as batch_id
 
 ),
 
 new_by_task as (
 
     -- Every event is new.
-    select job_id, vertex_id, subtask_index, attempt, max(ingest_id) as max_new_ingest_id
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        max(ingest_id) as max_new_ingest_id
     from bronze_watermark_events
     group by job_id, vertex_id, subtask_index, attempt
 

@@ -49,7 +49,11 @@ gap_ranges as (
 
 captured_tasks as (
 
-    select distinct job_id, vertex_id, subtask_index, attempt
+    select distinct
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt
     from gauge_rounds
 
 ),
@@ -63,25 +67,26 @@ subtask_seconds as (
 tasks as (
 
     select
-        job_id,
-        vertex_id,
-        subtask_index,
-        attempt,
-        first_ts_ms,
-        is_busy_time_enabled,
-        first_ts_ms + pmod(-first_ts_ms, 5000) as first_update_ms,
-        {{ tidemark_floor_ms('horizon_ms', 5000) }} as last_update_ms,
+        planned.job_id,
+        planned.vertex_id,
+        planned.subtask_index,
+        planned.attempt,
+        planned.first_ts_ms,
+        planned.is_busy_time_enabled,
+        planned.first_ts_ms + pmod(-planned.first_ts_ms, 5000) as first_update_ms,
+        {{ tidemark_floor_ms('planned.horizon_ms', 5000) }} as last_update_ms,
         {% if is_incremental() -%}
         -- The first round whose slot holds a replayed second.
         case
-            when is_replayed_from_start then first_ts_ms + pmod(-first_ts_ms, 5000)
+            when planned.is_replayed_from_start
+                then planned.first_ts_ms + pmod(-planned.first_ts_ms, 5000)
             else greatest(
-                first_ts_ms + pmod(-first_ts_ms, 5000),
-                {{ tidemark_floor_ms('replay_from_second_ms', 5000) }} + 5000
+                planned.first_ts_ms + pmod(-planned.first_ts_ms, 5000),
+                {{ tidemark_floor_ms('planned.replay_from_second_ms', 5000) }} + 5000
             )
         end as dirty_from_update_ms
         {%- else -%}
-        first_ts_ms + pmod(-first_ts_ms, 5000) as dirty_from_update_ms
+        planned.first_ts_ms + pmod(-planned.first_ts_ms, 5000) as dirty_from_update_ms
         {%- endif %}
     from planned
     left anti join captured_tasks
@@ -101,7 +106,7 @@ window_tasks as (
     -- The earliest round a recomputed round's window reaches back to.
     select
         tasks.*,
-        greatest(first_update_ms, dirty_from_update_ms - {{ (slots - 1) * 5000 }})
+        greatest(tasks.first_update_ms, tasks.dirty_from_update_ms - {{ (slots - 1) * 5000 }})
             as window_from_update_ms
     from tasks
 
@@ -135,7 +140,7 @@ slot_seconds as (
         subtask_seconds.soft_backpressured_ms,
         subtask_seconds.hard_backpressured_ms
     from subtask_seconds
-    left semi join window_tasks
+    left semi join window_tasks  -- noqa: AL04
         on
             subtask_seconds.job_id = window_tasks.job_id
             and subtask_seconds.vertex_id = window_tasks.vertex_id
@@ -189,7 +194,7 @@ round_slots as (
 
 {% if is_incremental() %}
 
-previous_rounds as (
+previous_rounds as (  -- noqa: ST03
 
     -- The accumulated counts (T9) published at the round before the first recomputed one.
     select
@@ -200,14 +205,17 @@ previous_rounds as (
         existing.accumulated_idle_time_ms,
         existing.accumulated_back_pressured_time_ms
     from {{ this }} as existing
-    left semi join tasks
+    left semi join tasks  -- noqa: AL04
         on
             existing.job_id = tasks.job_id
             and existing.vertex_id = tasks.vertex_id
             and existing.subtask_index = tasks.subtask_index
             and existing.attempt = tasks.attempt
             and existing.update_ms = tasks.dirty_from_update_ms - 5000
-    where {{ tidemark_partitions_from('existing', '(select min(dirty_from_update_ms) from tasks) - 5000') }}
+    where
+        {{ tidemark_partitions_from(
+            'existing', '(select min(dirty_from_update_ms) from tasks) - 5000'
+        ) }}
 
 ),
 
@@ -371,17 +379,27 @@ gauge_rounds_in_passes as (
     select
         gauge_rounds.*,
         -- A new view updater pass: the task's first update, or 2.5 s or more after the previous.
-        sum(case when gap_ms is null or gap_ms >= 2500 then 1 else 0 end) over (
-            partition by job_id, vertex_id, subtask_index, attempt
-            order by update_ms, update_seq
+        sum(
+            case when gauge_rounds.gap_ms is null or gauge_rounds.gap_ms >= 2500 then 1 else 0 end
+        ) over (
+            partition by
+                gauge_rounds.job_id,
+                gauge_rounds.vertex_id,
+                gauge_rounds.subtask_index,
+                gauge_rounds.attempt
+            order by gauge_rounds.update_ms, gauge_rounds.update_seq
             rows between unbounded preceding and current row
         ) as pass_no
     from (
         select
             gauge_rounds.*,
-            update_ms - lag(update_ms) over (
-                partition by job_id, vertex_id, subtask_index, attempt
-                order by update_ms, update_seq
+            gauge_rounds.update_ms - lag(gauge_rounds.update_ms) over (
+                partition by
+                    gauge_rounds.job_id,
+                    gauge_rounds.vertex_id,
+                    gauge_rounds.subtask_index,
+                    gauge_rounds.attempt
+                order by gauge_rounds.update_ms, gauge_rounds.update_seq
             ) as gap_ms
         from gauge_rounds
     ) as gauge_rounds
@@ -402,9 +420,27 @@ captured_passes as (
             ('soft_backpressured', 'soft_back_pressured_time_ms_per_second'),
             ('hard_backpressured', 'hard_back_pressured_time_ms_per_second'),
         ] %}
-        max(case when gauge = '{{ gauge }}' then value_ms_per_second end) as {{ column }},
-        max(case when gauge = '{{ gauge }}' then published end) as published_{{ column }},
-        max(case when gauge = '{{ gauge }}' then accumulated_ms end) as accumulated_{{ gauge }}_ms,
+        max(
+            case
+                when
+                    gauge_rounds_in_passes.gauge = '{{ gauge }}'
+                    then gauge_rounds_in_passes.value_ms_per_second
+            end
+        ) as {{ column }},
+        max(
+            case
+                when
+                    gauge_rounds_in_passes.gauge = '{{ gauge }}'
+                    then gauge_rounds_in_passes.published
+            end
+        ) as published_{{ column }},
+        max(
+            case
+                when
+                    gauge_rounds_in_passes.gauge = '{{ gauge }}'
+                    then gauge_rounds_in_passes.accumulated_ms
+            end
+        ) as accumulated_{{ gauge }}_ms,
         {%- endfor %}
         -- The earliest time any slot in this round's window covers (T6): is_exact looks there.
         min(gauge_rounds_in_passes.window_from_ms) as window_from_ms
@@ -588,22 +624,32 @@ rounds_checked as (
 
 ),
 
-replaced_tasks as (
+replaced_tasks as (  -- noqa: ST03
 
     -- Captured tasks are recomputed from their first round.
-    select job_id, vertex_id, subtask_index, attempt, dirty_from_update_ms
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        dirty_from_update_ms
     from tasks
     union all
-    select job_id, vertex_id, subtask_index, attempt, -9223372036854775807 as dirty_from_update_ms
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        -9223372036854775807 as dirty_from_update_ms
     from captured_tasks
 
 ),
 
 final as (
 
-    -- A recomputed task's rounds from its first dirty one are replaced, a captured task's all.
-    -- A build from scratch needs a plan that replays every task from its first event: a captured
-    -- task that int_timer_rounds_replayed did not replay would get epoch rounds instead.
+-- A recomputed task's rounds from its first dirty one are replaced, a captured task's all.
+-- A build from scratch needs a plan that replays every task from its first event: a captured
+-- task that int_timer_rounds_replayed did not replay would get epoch rounds instead.
     {{ tidemark_incremental_tail(
         'rounds_checked', 'replaced_tasks', 'kept.update_ms >= replaced.dirty_from_update_ms',
         replaced_from='min(dirty_from_update_ms)',

@@ -58,7 +58,13 @@ changes as (
 runs as (
 
     select
-        job_id, vertex_id, subtask_index, attempt, resumed_after_seq, resumed_effective_ms, fed_from_ms
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        resumed_after_seq,
+        resumed_effective_ms,
+        fed_from_ms
     from valve_outputs
     where row_kind = 'state'
 
@@ -67,7 +73,7 @@ runs as (
 existing as (
 
     select * from {{ this }}
-    where job_id in (select job_id from runs)
+    where job_id in (select runs.job_id from runs)
 
 ),
 
@@ -92,6 +98,7 @@ existing as (
     else 'min(replaced_from_ms)' %}
 {%- for look in (['near', 'far'] if look_up.far else ['near']) %}
 {%- set tasks = 'runs' if look == 'near' else 'far_runs' %}
+{%- set negated = 'not ' if look == 'far' else '' %}
 
 {{ look }}_seeds as (
 
@@ -140,7 +147,7 @@ existing as (
                 and existing.attempt = {{ tasks }}.attempt
         where
             existing.seq <= {{ tasks }}.resumed_after_seq
-            and {{ 'not ' if look == 'far' }}{{ tidemark_partitions_from('existing', near_from_ms) }}
+            and {{ negated }}{{ tidemark_partitions_from('existing', near_from_ms) }}
         group by existing.job_id, existing.vertex_id, existing.subtask_index, existing.attempt
     )
 
@@ -243,9 +250,9 @@ cutoffs as (
 
 final as (
 
-    -- A fed task's changes after its resume point and its seed are replaced, and the partitions
-    -- that held them rewritten; a build from scratch needs a run that fed every task from its
-    -- first event (int_valve_outputs_computed makes one when a watermark mart is missing).
+-- A fed task's changes after its resume point and its seed are replaced, and the partitions
+-- that held them rewritten; a build from scratch needs a run that fed every task from its
+-- first event (int_valve_outputs_computed makes one when a watermark mart is missing).
     {{ tidemark_incremental_tail(
         'timeline', 'cutoffs',
         since='kept.seq > replaced.resumed_after_seq or (kept.seq = replaced.seed_seq'

@@ -46,10 +46,16 @@ recomputed as (
 
 ),
 
-runs as (
+runs as (  -- noqa: ST03
 
     -- Each task this run fed, and the seq after which its outputs were recomputed.
-    select job_id, vertex_id, subtask_index, attempt, resumed_after_seq, fed_from_ms
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        resumed_after_seq,
+        fed_from_ms
     from valve_outputs
     where row_kind = 'state'
 
@@ -57,11 +63,11 @@ runs as (
 
 final as (
 
-    -- A fed task's outputs after its resume point are replaced, and the partitions that held
-    -- them rewritten; a build from scratch needs a run that fed every task from its first event
-    -- (int_valve_outputs_computed makes one when a watermark mart is missing). An output lies at
-    -- its event's ts_ms, and every event after the resume point is fed again: the replaced rows
-    -- lie from the smallest ts_ms fed on.
+-- A fed task's outputs after its resume point are replaced, and the partitions that held
+-- them rewritten; a build from scratch needs a run that fed every task from its first event
+-- (int_valve_outputs_computed makes one when a watermark mart is missing). An output lies at
+-- its event's ts_ms, and every event after the resume point is fed again: the replaced rows
+-- lie from the smallest ts_ms fed on.
     {{ tidemark_incremental_tail(
         replaced='runs', since='kept.seq > replaced.resumed_after_seq',
         jobs='runs', rewrite_replaced=true, plan='valve',

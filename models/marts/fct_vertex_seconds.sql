@@ -19,7 +19,7 @@ subtask_seconds as (
 
 ),
 
-planned as (
+planned as (  -- noqa: ST03
 
     select * from {{ ref('int_timer_tasks_planned') }}
 
@@ -43,7 +43,7 @@ vertex_subtask_seconds as (
 
     select subtask_seconds.*
     from subtask_seconds
-    left semi join dirty_vertices
+    left semi join dirty_vertices  -- noqa: AL04
         on
             subtask_seconds.job_id = dirty_vertices.job_id
             and subtask_seconds.vertex_id = dirty_vertices.vertex_id
@@ -72,8 +72,12 @@ representative_attempts as (
     select
         vertex_subtask_seconds.*,
         row_number() over (
-            partition by job_id, vertex_id, subtask_index, second_start_ms
-            order by attempt desc
+            partition by
+                vertex_subtask_seconds.job_id,
+                vertex_subtask_seconds.vertex_id,
+                vertex_subtask_seconds.subtask_index,
+                vertex_subtask_seconds.second_start_ms
+            order by vertex_subtask_seconds.attempt desc
         ) as attempt_rank
     from vertex_subtask_seconds
 
@@ -83,10 +87,12 @@ subtasks as (
 
     select
         representative_attempts.*,
-        avg(backpressured_ms) over vertex_second as vertex_avg_backpressured_ms,
-        avg(busy_ms) over vertex_second as vertex_avg_busy_ms
+        avg(representative_attempts.backpressured_ms)
+            over vertex_second
+            as vertex_avg_backpressured_ms,
+        avg(representative_attempts.busy_ms) over vertex_second as vertex_avg_busy_ms
     from representative_attempts
-    where attempt_rank = 1
+    where representative_attempts.attempt_rank = 1
     window vertex_second as (partition by job_id, vertex_id, second_start_ms)
 
 ),
@@ -157,8 +163,8 @@ recomputed as (
 
 final as (
 
-    -- A dirty vertex's seconds from its earliest replayed one are replaced; a build from
-    -- scratch reads all of fct_subtask_seconds, so it needs no full plan.
+-- A dirty vertex's seconds from its earliest replayed one are replaced; a build from
+-- scratch reads all of fct_subtask_seconds, so it needs no full plan.
     {{ tidemark_incremental_tail(
         replaced='dirty_vertices',
         since='kept.second_start_ms >= replaced.dirty_from_second_ms',

@@ -53,7 +53,7 @@ subtask_seconds as (
 
     select watermark_seconds.*
     from watermark_seconds
-    inner join runs
+    inner join runs  -- noqa: AL04
         on
             watermark_seconds.job_id = runs.job_id
             and watermark_seconds.vertex_id = runs.vertex_id
@@ -82,11 +82,15 @@ representative as (
         select
             subtask_seconds.*,
             row_number() over (
-                partition by job_id, vertex_id, subtask_index, second_start_ms
-                order by attempt desc
+                partition by
+                    subtask_seconds.job_id,
+                    subtask_seconds.vertex_id,
+                    subtask_seconds.subtask_index,
+                    subtask_seconds.second_start_ms
+                order by subtask_seconds.attempt desc
             ) as attempt_rank
         from subtask_seconds
-    )
+    ) as ranked_attempts
     where attempt_rank = 1
 
 ),
@@ -108,7 +112,7 @@ recomputed as (
         sort_array(collect_list(case when is_idle then subtask_index end)) as idle_subtask_indexes,
         count_if(is_stalled) as num_stalled_subtasks,
         min_by(subtask_index, struct(watermark_ms, subtask_index))
-            filter (where not is_idle and watermark_ms is not null) as slowest_subtask_index,
+        filter (where not is_idle and watermark_ms is not null) as slowest_subtask_index,
         bool_and(is_idle) as is_idle,
         bool_and(is_complete) as is_complete
     from representative
@@ -139,8 +143,8 @@ with_lag as (
 
 final as (
 
-    -- A vertex's seconds from its recompute_from_ms are replaced, and the partitions that held
-    -- them rewritten; a build from scratch needs a run that fed every task from its first event.
+-- A vertex's seconds from its recompute_from_ms are replaced, and the partitions that held
+-- them rewritten; a build from scratch needs a run that fed every task from its first event.
     {{ tidemark_incremental_tail(
         'with_lag', 'runs', 'kept.second_start_ms >= replaced.recompute_from_ms',
         keys=['job_id', 'vertex_id'], jobs='runs', rewrite_replaced=true, plan='valve',

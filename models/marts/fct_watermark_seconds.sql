@@ -71,7 +71,9 @@ second_ends as (
     from (
         select
             runs.*,
-            explode(sequence(recompute_from_ms, {{ tidemark_floor_ms('horizon_ms', 1000) }}, 1000))
+            explode(
+                sequence(runs.recompute_from_ms, {{ tidemark_floor_ms('horizon_ms', 1000) }}, 1000)
+            )
                 as second_start_ms
         from runs
     )
@@ -96,6 +98,7 @@ second_ends as (
 {%- set near_from_ms = look_up.from_ms %}
 {%- for look in (['near', 'far'] if look_up.far else ['near']) %}
 {%- set tasks = 'runs' if look == 'near' else 'far_runs' %}
+{%- set negated = 'not ' if look == 'far' else '' %}
 
 {{ look }}_changes as (
 
@@ -123,9 +126,11 @@ second_ends as (
             and task_watermarks.subtask_index = {{ tasks }}.subtask_index
             and task_watermarks.attempt = {{ tasks }}.attempt
     where
-        (task_watermarks.valid_to_ms is null
-        or task_watermarks.valid_to_ms >= {{ tasks }}.recompute_from_ms)
-        and {{ 'not ' if look == 'far' }}{{ tidemark_partitions_from('task_watermarks', near_from_ms) }}
+        (
+            task_watermarks.valid_to_ms is null
+            or task_watermarks.valid_to_ms >= {{ tasks }}.recompute_from_ms
+        )
+        and {{ negated }}{{ tidemark_partitions_from('task_watermarks', near_from_ms) }}
 
 ),
 {%- if look == 'near' and look_up.far %}
@@ -166,7 +171,7 @@ carried as (
         select * from second_ends
         union all
         select * from changes
-    )
+    ) as points
     window running as (
         partition by job_id, vertex_id, subtask_index, attempt
         order by at_ms, point_order, seq, change_index
@@ -206,9 +211,9 @@ recomputed as (
 
 final as (
 
-    -- A fed task's seconds from its recompute_from_ms are replaced, and the partitions that held
-    -- them rewritten; a build from scratch needs a run that fed every task from its first event
-    -- (int_valve_outputs_computed makes one when a watermark mart is missing).
+-- A fed task's seconds from its recompute_from_ms are replaced, and the partitions that held
+-- them rewritten; a build from scratch needs a run that fed every task from its first event
+-- (int_valve_outputs_computed makes one when a watermark mart is missing).
     {{ tidemark_incremental_tail(
         replaced='runs', since='kept.second_start_ms >= replaced.recompute_from_ms',
         jobs='runs', rewrite_replaced=true, plan='valve', replaced_from='min(recompute_from_ms)',

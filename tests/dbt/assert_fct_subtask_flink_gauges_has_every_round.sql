@@ -23,7 +23,11 @@ flink_gauges as (
 
 captured_tasks as (
 
-    select distinct job_id, vertex_id, subtask_index, attempt
+    select distinct
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt
     from all_flink_gauges
     where round_source = 'captured'
 
@@ -36,8 +40,8 @@ expected_rounds as (
         vertex_id,
         subtask_index,
         attempt,
-        first_ts_ms + pmod(-first_ts_ms, 5000) as first_update_ms,
-        horizon_ms - pmod(horizon_ms, 5000) as last_update_ms
+        planned.first_ts_ms + pmod(-planned.first_ts_ms, 5000) as first_update_ms,
+        planned.horizon_ms - pmod(planned.horizon_ms, 5000) as last_update_ms
     from planned
     left anti join captured_tasks using (job_id, vertex_id, subtask_index, attempt)
 

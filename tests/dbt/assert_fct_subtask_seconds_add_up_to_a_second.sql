@@ -20,4 +20,5 @@ final as (
 
 )
 
-select * from final
+-- A data test returns the failing rows whole.
+select * from final  -- noqa: AM04

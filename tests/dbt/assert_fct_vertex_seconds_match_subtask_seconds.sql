@@ -25,8 +25,12 @@ latest_attempts as (
     select
         subtask_seconds.*,
         row_number() over (
-            partition by job_id, vertex_id, subtask_index, second_start_ms
-            order by attempt desc
+            partition by
+                subtask_seconds.job_id,
+                subtask_seconds.vertex_id,
+                subtask_seconds.subtask_index,
+                subtask_seconds.second_start_ms
+            order by subtask_seconds.attempt desc
         ) as attempt_rank
     from subtask_seconds
 

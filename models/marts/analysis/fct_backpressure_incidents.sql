@@ -45,14 +45,18 @@ marked as (
         vertex_seconds.backpressure_level = 'high' as is_high,
         high_subtasks.high_subtask_indexes,
         max(
-            case when vertex_seconds.backpressure_level = 'high' then vertex_seconds.second_start_ms end
+            case
+                when vertex_seconds.backpressure_level = 'high' then vertex_seconds.second_start_ms
+            end
         ) over (
             partition by vertex_seconds.job_id, vertex_seconds.vertex_id
             order by vertex_seconds.second_start_ms
             rows between unbounded preceding and 1 preceding
         ) as previous_high_second_ms,
         min(
-            case when vertex_seconds.backpressure_level = 'high' then vertex_seconds.second_start_ms end
+            case
+                when vertex_seconds.backpressure_level = 'high' then vertex_seconds.second_start_ms
+            end
         ) over (
             partition by vertex_seconds.job_id, vertex_seconds.vertex_id
             order by vertex_seconds.second_start_ms
@@ -77,20 +81,22 @@ numbered as (
         sum(
             case
                 when
-                    is_high
+                    marked.is_high
                     and (
-                        previous_high_second_ms is null
-                        or second_start_ms - previous_high_second_ms > {{ bridged_ms }}
+                        marked.previous_high_second_ms is null
+                        or marked.second_start_ms - marked.previous_high_second_ms
+                        > {{ bridged_ms }}
                     )
                     then 1
                 else 0
             end
         ) over (
-            partition by job_id, vertex_id
-            order by second_start_ms
+            partition by marked.job_id, marked.vertex_id
+            order by marked.second_start_ms
             rows between unbounded preceding and current row
         ) as incident_number,
-        is_high or next_high_second_ms - previous_high_second_ms <= {{ bridged_ms }}
+        marked.is_high
+        or marked.next_high_second_ms - marked.previous_high_second_ms <= {{ bridged_ms }}
             as is_in_incident
     from marked
 

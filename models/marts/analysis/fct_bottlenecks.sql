@@ -40,7 +40,7 @@ edges as (
         upstream_vertex_id as from_vertex_id,
         vertex_id as to_vertex_id
     from vertices
-    lateral view explode(upstream_vertex_ids) exploded as upstream_vertex_id
+        lateral view explode(upstream_vertex_ids) exploded as upstream_vertex_id
 
 ),
 
@@ -54,9 +54,9 @@ incident_hours as (
         incidents.incident_end_ms,
         spanned.hour_at
     from incidents
-    lateral view explode(
-        {{ tidemark_hours_spanned('incidents.incident_start_ms', 'incidents.incident_end_ms') }}
-    ) spanned as hour_at
+        lateral view explode(
+            {{ tidemark_hours_spanned('incidents.incident_start_ms', 'incidents.incident_end_ms') }}
+        ) spanned as hour_at
 
 ),
 
@@ -72,7 +72,8 @@ window_figures as (
         -- exactly the bound 0.10 rather than an ulp above it.
         sum(vertex_seconds.max_backpressured_ms)
         / (count(vertex_seconds.max_backpressured_ms) * 1000) as mean_backpressure_ratio,
-        sum(vertex_seconds.max_busy_ms) / (count(vertex_seconds.max_busy_ms) * 1000) as mean_busy_ratio,
+        sum(vertex_seconds.max_busy_ms)
+        / (count(vertex_seconds.max_busy_ms) * 1000) as mean_busy_ratio,
         avg(vertex_seconds.busy_skew_pct) as mean_busy_skew_pct
     from incident_hours
     inner join vertex_seconds
@@ -191,7 +192,7 @@ walked as (
         size(walked_path.path_vertex_ids) as depth,
         walked_path.path_vertex_ids
     from walks
-    lateral view explode(walks.paths) walked_path as path_vertex_ids
+        lateral view explode(walks.paths) walked_path as path_vertex_ids
 
 ),
 
@@ -224,17 +225,18 @@ ranked as (
     select
         judged.*,
         row_number() over (
-            partition by job_id, backpressured_vertex_id, incident_start_ms
-            order by depth, mean_busy_ratio desc, vertex_id
+            partition by judged.job_id, judged.backpressured_vertex_id, judged.incident_start_ms
+            order by judged.depth asc, judged.mean_busy_ratio desc, judged.vertex_id asc
         ) as candidate_rank
     from judged
-    where is_bottleneck
+    where judged.is_bottleneck
 
 ),
 
 named as (
 
-    select * from ranked where candidate_rank = 1
+    select * from ranked
+    where candidate_rank = 1
 
 ),
 
@@ -249,7 +251,8 @@ walk_summary as (
         max(depth) as deepest_step,
         max(
             case
-                when depth = {{ max_depth }} and not is_bottleneck
+                when
+                    depth = {{ max_depth }} and not is_bottleneck
                     and mean_backpressure_ratio > {{ tidemark_backpressure_ok_max() }} then 1
                 else 0
             end

@@ -22,13 +22,23 @@ valves as (
 outcomes as (
 
     select
-        job_id, vertex_id, subtask_index, attempt,
-        update_ms as at_ms, 'gauges' as check_name, outcome
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        update_ms as at_ms,
+        'gauges' as check_name,
+        outcome
     from gauges
     union all
     select
-        job_id, vertex_id, subtask_index, attempt,
-        ts_ms as at_ms, 'valves' as check_name, outcome
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        ts_ms as at_ms,
+        'valves' as check_name,
+        outcome
     from valves
 
 ),

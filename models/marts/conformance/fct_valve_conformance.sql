@@ -46,22 +46,46 @@ capture_gaps as (
 
 captured_valves as (
 
-    select distinct job_id, vertex_id, subtask_index, attempt, input_index
+    select distinct
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        input_index
     from captured_outputs
 
 ),
 
 timeline as (
 
-    select job_id, vertex_id, subtask_index, attempt, input_index, seq, ts_ms,
-        cast(null as string) as kind, cast(null as bigint) as watermark_ms,
-        cast(null as string) as status, true as is_input
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        input_index,
+        input_events.seq,
+        input_events.ts_ms,
+        cast(null as string) as kind,
+        cast(null as bigint) as watermark_ms,
+        cast(null as string) as status,
+        true as is_input
     from input_events
     left semi join captured_valves
         using (job_id, vertex_id, subtask_index, attempt, input_index)
     union all
-    select job_id, vertex_id, subtask_index, attempt, input_index, seq, ts_ms,
-        kind, watermark_ms, status, false as is_input
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        input_index,
+        seq,
+        ts_ms,
+        kind,
+        watermark_ms,
+        status,
+        false as is_input
     from captured_outputs
 
 ),
@@ -143,29 +167,38 @@ compared as (
 
 ),
 
+first_gaps as (
+
+    -- A lost event anywhere before an output leaves the valve's state unknown to the end of
+    -- the attempt, which starts a fresh valve (decision 0006).
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        min(seq) as from_seq
+    from capture_gaps
+    group by job_id, vertex_id, subtask_index, attempt
+
+),
+
 outcomes as (
 
     select
         compared.*,
         case
             when first_gaps.from_seq is not null then 'not_exact'
-            when tidemark_kind is null then 'missing_in_tidemark'
-            when flink_kind is null then 'missing_in_flink'
+            when compared.tidemark_kind is null then 'missing_in_tidemark'
+            when compared.flink_kind is null then 'missing_in_flink'
             when
-                tidemark_kind = flink_kind
-                and tidemark_watermark_ms <=> flink_watermark_ms
-                and tidemark_status <=> flink_status
+                compared.tidemark_kind = compared.flink_kind
+                and compared.tidemark_watermark_ms <=> compared.flink_watermark_ms
+                and compared.tidemark_status <=> compared.flink_status
                 then 'match'
             else 'mismatch'
         end as outcome
     from compared
-    left join (
-        -- A lost event anywhere before an output leaves the valve's state unknown to the end of
-        -- the attempt, which starts a fresh valve (decision 0006).
-        select job_id, vertex_id, subtask_index, attempt, min(seq) as from_seq
-        from capture_gaps
-        group by job_id, vertex_id, subtask_index, attempt
-    ) as first_gaps
+    left join first_gaps
         on
             compared.job_id = first_gaps.job_id
             and compared.vertex_id = first_gaps.vertex_id

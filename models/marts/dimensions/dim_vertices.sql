@@ -20,7 +20,7 @@ edges as (
         upstream.vertex_id as upstream_vertex_id,
         vertices.vertex_id as downstream_vertex_id
     from vertices
-    lateral view explode(vertices.upstream_vertex_ids) upstream as vertex_id
+        lateral view explode(vertices.upstream_vertex_ids) upstream as vertex_id
 
 ),
 

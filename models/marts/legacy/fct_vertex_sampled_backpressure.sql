@@ -29,7 +29,7 @@ task_samples as (
 
 ),
 
-planned as (
+planned as (  -- noqa: ST03
 
     select * from {{ ref('int_timer_tasks_planned') }}
 
@@ -56,7 +56,7 @@ vertices_with_outputs as (
         vertices.job_id,
         upstream.vertex_id
     from vertices
-    lateral view explode(vertices.upstream_vertex_ids) upstream as vertex_id
+        lateral view explode(vertices.upstream_vertex_ids) upstream as vertex_id
     where upstream.vertex_id != vertices.vertex_id
 
 ),
@@ -110,7 +110,7 @@ vertex_task_samples as (
 
     select task_samples.*
     from task_samples
-    left semi join dirty_vertices
+    left semi join dirty_vertices  -- noqa: AL04
         on
             task_samples.job_id = dirty_vertices.job_id
             and task_samples.vertex_id = dirty_vertices.vertex_id
@@ -157,8 +157,12 @@ current_attempts as (
     select
         task_samplings.*,
         row_number() over (
-            partition by job_id, vertex_id, subtask_index, sampling_start_ms
-            order by attempt desc
+            partition by
+                task_samplings.job_id,
+                task_samplings.vertex_id,
+                task_samplings.subtask_index,
+                task_samplings.sampling_start_ms
+            order by task_samplings.attempt desc
         ) as attempt_rank
     from task_samplings
 
@@ -222,8 +226,8 @@ recomputed as (
 
 final as (
 
-    -- A dirty vertex's samplings from its dirty_from_ms are replaced; a build from scratch
-    -- reads all of int_backpressure_samples_counted, so it needs no full plan.
+-- A dirty vertex's samplings from its dirty_from_ms are replaced; a build from scratch
+-- reads all of int_backpressure_samples_counted, so it needs no full plan.
     {{ tidemark_incremental_tail(
         replaced='dirty_vertices',
         since='kept.sampling_start_ms >= replaced.dirty_from_ms',

@@ -6,7 +6,7 @@ with
 
 days as (
 
-    select explode(sequence(date'2020-01-01', date'2040-12-31', interval 1 day)) as date_day
+    select explode(sequence(date '2020-01-01', date '2040-12-31', interval 1 day)) as date_day
 
 ),
 

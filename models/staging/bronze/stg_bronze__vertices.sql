@@ -11,8 +11,8 @@ ranked as (
     select
         source.*,
         row_number() over (
-            partition by job_id, vertex_id
-            order by ingest_id desc, line_number desc
+            partition by source.job_id, source.vertex_id
+            order by source.ingest_id desc, source.line_number desc
         ) as recency_rank
     from source
 
