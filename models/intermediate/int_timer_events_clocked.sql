@@ -18,6 +18,7 @@
     events (tidemark_bronze_reach); as scalar subqueries they were not pushed into the scans, and
     every bronze event ever landed was read. The join with the plan below picks the events
     exactly. In a unit test the plan is a fixture, so the bounds stay subqueries there. -#}
+-- noqa: disable=LT02
 {%- set planned_relation = ref('int_timer_tasks_planned') -%}
 {%- if execute and model.resource_type != 'unit_test' -%}
     {%- set bounds = run_query(
@@ -33,11 +34,12 @@
         {%- endfor -%}
     {%- endif -%}
 {%- else -%}
-{%- set of_plan = 'from ' ~ planned_relation ~ ' where is_changed' -%}
+    {%- set of_plan = 'from ' ~ planned_relation ~ ' where is_changed' -%}
     {%- set on_plan = 'ingest_id > (select max(previous_processed_ingest_id) ' ~ of_plan
         ~ ') or ts_ms >= (select min(replay_min_ts_ms) ' ~ of_plan ~ ')' -%}
-{%- set replayed = {'timer_events': on_plan, 'watermark_events': on_plan} -%}
+    {%- set replayed = {'timer_events': on_plan, 'watermark_events': on_plan} -%}
 {%- endif %}
+-- noqa: enable=LT02
 
 with
 

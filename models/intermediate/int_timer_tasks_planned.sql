@@ -16,6 +16,7 @@
     up per task once, while compiling, into a cached view (tidemark_cached_view) that both the
     search window's question and the plan read; the plan only takes minima and maxima of them.
 -#}
+-- noqa: disable=LT02
 {%- set landed_view = this.identifier ~ '__landed' -%}
 {{ config(post_hook='drop view if exists ' ~ landed_view) }}
 {%- set is_incremental_plan = tidemark_gauge_is_incremental() -%}
@@ -35,17 +36,17 @@
     {%- set progress = run_query(
         'select coalesce(max(processed_ingest_id), -1) from ' ~ tasks_checkpoint
     ) -%}
-{%- set progress_id = progress.columns[0].values()[0] | int -%}
-{%- set processed_ingest_id = 'cast(' ~ progress_id ~ ' as bigint)' -%}
-{#- The bronze files that can hold rows landed since (tidemark_bronze_reach), chosen once. -#}
-{%- set new_files = {} -%}
-{%- for table in ['timer_events', 'watermark_events', 'capture_gaps'] -%}
+    {%- set progress_id = progress.columns[0].values()[0] | int -%}
+    {%- set processed_ingest_id = 'cast(' ~ progress_id ~ ' as bigint)' -%}
+    {#- The bronze files that can hold rows landed since (tidemark_bronze_reach), chosen once. -#}
+    {%- set new_files = {} -%}
+    {%- for table in ['timer_events', 'watermark_events', 'capture_gaps'] -%}
         {%- do new_files.update({table: tidemark_bronze_reach(table, progress_id)}) -%}
     {%- endfor -%}
     {#- The new events summed up per task, computed once while compiling and cached in this
         session: the search window below and the plan read it, where each read scanned the new
         events again (millions of rows in a 1,000-subtask minute). Dropped after the model. -#}
-{%- set landed_sql -%}
+    {%- set landed_sql -%}
         select
             job_id,
             vertex_id,
@@ -57,7 +58,7 @@
             max(ts_ms) as max_new_ts_ms,
             max(ingest_id) as max_new_ingest_id
         from (
-{%- for table in ['timer_events', 'watermark_events'] %}
+            {%- for table in ['timer_events', 'watermark_events'] %}
             {{- ' union all' if not loop.first }}
             select bronze.job_id, bronze.vertex_id, bronze.subtask_index, bronze.attempt, bronze.seq,
                 bronze.ts_ms, bronze.ingest_id
@@ -88,6 +89,7 @@
     {%- set search_from_ms = search_window.columns[0].values()[0] -%}
     {%- set near_from_ms = search_window.columns[1].values()[0] -%}
 {%- endif %}
+-- noqa: enable=LT02
 
 with
 

@@ -82,10 +82,10 @@ resume_points as (
         valve_inputs.seq > resume_points.resumed_after_seq
     {%- if branch == 'bounded' %}
         and (resume_points.resumed_after_seq >= 0 or not resume_points.has_checkpoints)
-        {%- elif branch == 'from_start' %}
+    {%- elif branch == 'from_start' %}
         and resume_points.resumed_after_seq < 0
         and resume_points.has_checkpoints
-        {%- endif %}
+    {%- endif %}
 
 ),
 {%- endfor %}

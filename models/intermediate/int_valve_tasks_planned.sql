@@ -11,6 +11,7 @@
     checkpoints have other valve semantics, replayed from their first event. Full plan (first
     build, --full-refresh, a watermark model missing): every task, from its first event.
 -#}
+-- noqa: disable=LT02
 {%- set checkpoints_relation = tidemark_model_relation('int_valve_states_checkpointed') -%}
 {%- set ns = namespace(
     is_incremental_run=execute and not flags.FULL_REFRESH and checkpoints_relation is not none
@@ -20,7 +21,7 @@
     'fct_vertex_watermark_seconds'
 ] -%}
 {%- for model_name in watermark_models -%}
-{%- if ns.is_incremental_run and tidemark_model_relation(model_name) is none -%}
+    {%- if ns.is_incremental_run and tidemark_model_relation(model_name) is none -%}
         {%- set ns.is_incremental_run = false -%}
     {%- endif -%}
 {%- endfor -%}
@@ -36,6 +37,7 @@
     {%- set has_later_from = 'later_from_ms' in adapter.get_columns_in_relation(checkpoints_relation)
         | map(attribute='name') | list -%}
 {%- endif %}
+-- noqa: enable=LT02
 
 with
 
