@@ -13,7 +13,6 @@ sqlfluff imports this package and puts its public names in each template's conte
 from __future__ import annotations
 
 import datetime as _datetime
-import hashlib as _hashlib
 import json as _json
 import re as _re
 from pathlib import Path as _Path
@@ -62,10 +61,6 @@ def run_query(sql: str) -> None:
     return None
 
 
-def load_result(name: str) -> None:
-    return None
-
-
 def statement(name: str | None = None, fetch_result: bool = False, **kwargs: _Any) -> str:
     """``{% call statement(...) %}``: dbt runs the block's SQL only when executing."""
     return ""
@@ -75,19 +70,8 @@ def log(message: str, info: bool = False) -> str:
     return ""
 
 
-def local_md5(text: str) -> str:
-    return _hashlib.md5(text.encode()).hexdigest()
-
-
 def tojson(value: _Any, **kwargs: _Any) -> str:
     return _json.dumps(value, **kwargs)
-
-
-def fromjson(text: str, default: _Any = None) -> _Any:
-    try:
-        return _json.loads(text)
-    except ValueError:
-        return default
 
 
 class _CompilerError(Exception):
