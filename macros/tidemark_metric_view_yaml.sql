@@ -41,10 +41,14 @@
         {{- exceptions.raise_compiler_error(where ~ "no such semantic model") -}}
     {%- endif -%}
 
-    {#- The relation of a semantic model's model among `relations` (matched by identifier). -#}
+    {#- The relation of a semantic model's model among `relations` (matched by identifier), as
+        the table itself: under `dbt run --empty` a ref() renders as an empty subquery, and a
+        view reads no rows while it is created. -#}
     {%- set relation_by_alias = {} -%}
     {%- for relation in relations -%}
-        {%- do relation_by_alias.update({(relation | string).split('.')[-1].strip('`'): relation}) -%}
+        {%- do relation_by_alias.update({relation.identifier: api.Relation.create(
+            database=relation.database, schema=relation.schema, identifier=relation.identifier
+        )}) -%}
     {%- endfor -%}
     {%- set relation_of = {} -%}
     {%- for model in [base] + semantic_models -%}

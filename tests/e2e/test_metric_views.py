@@ -150,7 +150,8 @@ def _generate(demo_lake: DemoLake, semantic_models: list[dict], metrics: list[di
     """dbt compiles a call of the generator, in the warm worker: (dbt's result, the YAML)."""
     call = (
         "{{ tidemark_metric_view_yaml('kinds', ["
-        f"'{KINDS_SCHEMA}.kinds', '{KINDS_SCHEMA}.kind_labels'], "
+        f"api.Relation.create(schema='{KINDS_SCHEMA}', identifier='kinds'), "
+        f"api.Relation.create(schema='{KINDS_SCHEMA}', identifier='kind_labels')], "
         f"fromjson({_jinja_string(semantic_models)}), fromjson({_jinja_string(metrics)})) }}}}"
     )
     result = demo_lake.warm.dbt("compile", "--inline", call, "--output", "json")
@@ -274,6 +275,22 @@ def test_a_metric_the_views_cannot_express_fails_with_its_reason(
     result, body = _generate(demo_lake, semantic_models, metrics)
     assert result.returncode != 0, body  # 2: dbt stops compiling the inline node
     assert reason in result.stdout, result.stdout
+
+
+def test_a_dry_run_makes_the_views_over_the_marts(demo_lake: DemoLake) -> None:
+    """`dbt run --empty` (dbt's dry run) makes the metric views too: under it a ref() is an
+    empty subquery, and a view reads the marts themselves, which creating it does not read. The
+    views it makes stay the build's, which the tests below read through the server."""
+    args = ("run", "--empty", "--select", *VIEWS)
+    result = demo_lake.warm.dbt(*args)
+    assert result.returncode == 0, result.stdout[-3000:]
+    metrics = (
+        demo_lake.warm.target(*args) / "compiled" / "tidemark" / "models" / "marts" / "metrics"
+    )
+    for view, spec in VIEWS.items():
+        sql = (metrics / f"{view}.sql").read_text()
+        assert f"from tidemark.{spec['mart']} as base" in sql, sql
+        assert "_dbt_limit_subq" not in sql, sql
 
 
 # --- the demo lake's views through the Thrift endpoint --------------------------------------
