@@ -5,9 +5,10 @@ of its own with a metric of every kind it translates, compiled by dbt in the lak
 and created as a real metric view; then the three views the demo lake's `dbt build` made, read
 through one `tidemark serve` with PyHive and beeline and held to plain SQL over the marts.
 
-The server needs the lake's metastore, which Derby gives to one process: the server fixture
-stops the warm worker, so this file runs last in the demo group (tests/conftest.py) and its
-warm-worker tests come before its server tests.
+The server (``demo_server``, tests/e2e/conftest.py) needs the lake's metastore, which Derby
+gives to one process: it stops the warm worker, so this file runs last but one in the demo group
+(tests/conftest.py; test_serve then stops the server) and its warm-worker tests come before its
+server tests.
 """
 
 from __future__ import annotations
@@ -17,15 +18,12 @@ import io
 import json
 import math
 import os
-import socket
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import DemoLake
-from tests.e2e.harness import BIN, ROOT, environment
+from tests.e2e.conftest import DemoLake, DemoServer
 
 pytestmark = pytest.mark.e2e
 
@@ -344,32 +342,9 @@ def _plain(view: str, dimension: str) -> str:
     }.get(dimension, f"f.{dimension}")
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server(demo_lake: DemoLake) -> Iterator[int]:
-    """One `tidemark serve` over the demo lake for every test below, as test_serve starts it."""
-    with demo_lake.released() as lake:
-        port = _free_port()
-        process = subprocess.Popen(
-            [str(BIN / "tidemark"), "serve", "--port", str(port)],
-            cwd=ROOT,
-            env=environment(lake),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        try:
-            line = process.stdout.readline() if process.stdout else ""
-            assert "listening on 127.0.0.1" in line, line
-            yield port
-        finally:
-            process.terminate()
-            process.wait(timeout=60)
+@pytest.fixture
+def server(demo_server: DemoServer) -> int:
+    return demo_server.port
 
 
 def _query(port: int, sql: str) -> tuple[list[str], list[tuple]]:

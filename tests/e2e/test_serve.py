@@ -1,7 +1,12 @@
-"""`tidemark serve` with real clients: PyHive, concurrent connections and dbt --target thrift."""
+"""`tidemark serve` with real clients: PyHive, concurrent connections and dbt --target thrift.
+
+The main test reads the demo lake's server (``demo_server``, tests/e2e/conftest.py), which
+test_metric_views started: this file runs last in the demo group (tests/conftest.py), and that
+test stops the server. The deep test serves a lake of its own."""
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import threading
@@ -12,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from bench.serve import figures_query
+from tests.e2e.conftest import DemoServer
 from tests.e2e.harness import BIN, ROOT, dbt, environment, free_port, tidemark
 from tests.events import timer, write_jsonl
 from tidemark.lake import Lake
@@ -62,7 +68,7 @@ def server(tmp_path: Path, lake: Lake):
 
 
 def _reads_during_a_build(port: int, marts: tuple[str, ...], lake: Lake) -> None:
-    """A dbt run of ``marts`` through the server publishes into the tables an earlier run
+    """A dbt run of ``marts`` through the server publishes into the tables an earlier build
     created while two BI clients read them: every answer is a mart's figures before the run or
     after it, and none fails (contract §7, decision 0015). Rebuilt from the same plan, their
     figures stay; bench/serve.py and the deep test_cli.py land new events each cycle."""
@@ -102,27 +108,27 @@ def _reads_during_a_build(port: int, marts: tuple[str, ...], lake: Lake) -> None
     assert not wrong, wrong[:5]
 
 
-def test_bi_clients_dbt_and_shutdown(server, tmp_path: Path, lake: Lake) -> None:
-    port, process = server
+def _dbt_runs_recorded(port: int, lake: Lake) -> tuple[int, int]:
+    """The `dbt run`s recorded ok in tidemark.run_log, as a BI tool and `tidemark status` read
+    them."""
+    ok = "row_kind = 'cycle' and recorded_by = 'dbt run' and outcome = 'ok'"
+    [(in_sql,)] = _query(port, f"select count(*) from tidemark.run_log where {ok}")
+    status = tidemark("status", "--format", "jsonl", "--cycles", "1000", lake=lake).check()
+    records = [json.loads(line) for line in status.stdout.splitlines()]
+    shown = [r for r in records if r["section"] == "cycles"]
+    return in_sql, sum((r["recorded_by"], r["outcome"]) == ("dbt run", "ok") for r in shown)
+
+
+def test_bi_clients_dbt_and_shutdown(demo_server: DemoServer, tmp_path: Path) -> None:
+    """The demo lake's server (after test_metric_views' reads): BI sessions of their own,
+    cron's `dbt run --target thrift` through it with BI clients reading, a bronze commit seen
+    without a restart, and SIGTERM."""
+    port, process, lake = demo_server.port, demo_server.process, demo_server.lake
     [(events,)] = _query(port, "select count(*) from bronze.timer_events")
     assert events > 1000
     # a BI tool's temporary views are kept as SQL, read again at each query, so they follow every
     # publish (tidemark's own session keeps view plans: tests/spark/test_view_plans.py)
     assert _query(port, f"set {STORE_VIEW_PLANS}") == [(STORE_VIEW_PLANS, "false")]
-
-    # dbt --target thrift: one table mart through the server (the gauge and valve marts through
-    # it add a minute of queries: the deep test below; every model runs on the demo lake).
-    build = dbt(
-        "run", "--target", "thrift", "--select", "dim_vertices", lake=lake,
-        TIDEMARK_THRIFT_PORT=str(port),
-    ).check()  # fmt: skip
-    assert "ERROR=0" in build.stdout
-    assert len(_query(port, "select * from tidemark.dim_vertices")) > 1
-    # tidemark's own health with cron's builds over the server: the run's on-run-end hook
-    # recorded it, and `tidemark status` reads it while the server holds the lake.
-    recorded = "select recorded_by, outcome from tidemark.run_log where row_kind = 'cycle'"
-    assert _query(port, recorded) == [("dbt run", "ok")]
-    assert "| dbt run     | ok      |" in tidemark("status", lake=lake).check().stdout
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         counts = list(
@@ -135,7 +141,7 @@ def test_bi_clients_dbt_and_shutdown(server, tmp_path: Path, lake: Lake) -> None
     # Each client session had a resource folder of its own, made as it opened and deleted as it
     # closed: with one for all, a close deleted it under another's open, which then failed
     # ("Couldn't create directory"). The server's own session keeps one; an earlier server's
-    # empty folder went at the start.
+    # empty folder went at the start (tests/e2e/conftest.py, demo_server).
     left = sorted(folder.name for folder in resources_folder(lake).iterdir())
     assert len(left) == 2 and "earlier-with-a-file" in left and "earlier-server" not in left
 
@@ -149,8 +155,14 @@ def test_bi_clients_dbt_and_shutdown(server, tmp_path: Path, lake: Lake) -> None
         time.sleep(1)
     assert now == events + 3, "the server never saw the new bronze commit"
 
+    # dbt --target thrift, as cron runs it: a table mart (the gauge and valve marts through the
+    # server add a minute of queries: the deep test below; every model runs on the demo lake).
     # Before the publish, the table mart was missing between dbt's drop and create.
+    runs_before = _dbt_runs_recorded(port, lake)
     _reads_during_a_build(port, ("dim_vertices",), lake)
+    # tidemark's own health with cron's builds over the server: the run's on-run-end hook
+    # recorded it, and `tidemark status` reads it while the server holds the lake.
+    assert _dbt_runs_recorded(port, lake) == tuple(n + 1 for n in runs_before)
 
     process.terminate()
     assert process.wait(timeout=60) == 0
