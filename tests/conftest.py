@@ -2,11 +2,12 @@
 
 `make test` runs the suite on two pytest-xdist workers (`-n 2`). The files whose tests share an
 expensive session fixture or a build folder form one group that runs on one worker
-(`GROUPS`): the demo lake's readers, the Spark session's users, the generator's tests (its
-scenarios generated once), and the Flink tests (the capture jar's and the live job's, which
-build into capture/build/). Every other test is scheduled on
-its own. The groups are given by file, because xdist's scheduler sees node ids only; a check
-at collection fails the run when a test uses a shared fixture outside its group's files.
+(`GROUPS`): the demo lake's readers, dbt's unit and bronze tests on a lake without events, the
+Spark session's users, the generator's tests (its scenarios generated once), and the Flink tests
+(the capture jar's and the live job's, which build into capture/build/). Every other test is
+scheduled on its own. The groups are given by file, because xdist's scheduler sees node ids
+only; a check at collection fails the run when a test uses a shared fixture outside its group's
+files.
 """
 
 from __future__ import annotations
@@ -152,6 +153,8 @@ GROUPS = {
             "serve",
         )
     ),
+    # dbt's unit tests and a bad-bronze test on one lake without events, one warm worker.
+    "scratch": ("tests/e2e/test_dbt_tests.py",),
     "spark": ("tests/spark/",),
     "generate": ("tests/unit/test_generate.py",),
 }
@@ -166,15 +169,15 @@ def group_of(nodeid: str) -> str | None:
     return None
 
 
-# The order units of work are handed out in. On a fresh clone the JVM archive is written during
-# the first minute or two, so those get the tests that start no JVM, and the Spark tests come
-# after: the demo group first (one worker, some 360 s; its one warm JVM starts at once), then
-# the generator's group, the pure tests and the Flink group on the other worker, then the
-# longest Spark units (the Spark group, the command-line tests), then
-# the rest, in collection order. xdist's own order (most tests first) put the generator's group
-# before the demo group on one worker, which then finished a minute after the other.
-FIRST = (*GROUPS["demo"], *GROUPS["generate"], *PURE, *GROUPS["flink"], *GROUPS["spark"],
-         "tests/e2e/test_cli.py")  # fmt: skip
+# The order units of work are handed out in: the longest first, each starting its one warm JVM
+# at once (`make demo` wrote the JVM archive they map): the demo group (one worker, some 400 s),
+# then dbt's unit tests' lake (the other worker, some 200 s); then the generator's group, the
+# pure tests and the Flink group, the Spark group and the command-line tests, then the rest, in
+# collection order, to whichever worker is free. xdist's own order (most tests first) put the
+# generator's group before the demo group on one worker, which then finished a minute after
+# the other.
+FIRST = (*GROUPS["demo"], *GROUPS["scratch"], *GROUPS["generate"], *PURE, *GROUPS["flink"],
+         *GROUPS["spark"], "tests/e2e/test_cli.py")  # fmt: skip
 
 
 def _rank(item: pytest.Item) -> int:

@@ -7,10 +7,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-import yaml
 from deltalake import DeltaTable
 
-from tests.e2e.conftest import DemoLake
+from tests.e2e.conftest import CHANGED_VARS, DemoLake
 from tests.e2e.harness import ROOT
 from tests.e2e.warm import WarmLake
 from tests.events import timer, watermark, write_jsonl
@@ -66,61 +65,15 @@ def _rows_on_disk(lake: Lake, table: str) -> int:
     return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
 
 
-# Every var of dbt_project.yml set away from its default. A unit test that leaves a var it depends
-# on to the project fails under these (issue 10: `dbt build --vars '{flink_gauge_window_s: 5}'`,
-# as the README documents it, failed on unit tests that assumed the 60 s window).
-CHANGED_VARS = {
-    "flink_gauge_window_s": 5,
-    "flink_release": "1.15",
-    "flink_release_by_job": {"j": "1.17"},
-    "gauge_replay_lookback_s": 60,
-    "valve_semantics": "flink-40475",
-    "watermark_stall_s": 3,
-    "incident_grace_s": 0,
-    "bottleneck_busy_ratio": 0.9,
-    "bottleneck_max_depth": 1,
-    "legacy_backpressure_refresh_ms": 30000,
-    "legacy_backpressure_num_samples": 20,
-    "legacy_backpressure_delay_ms": 100,
-    "data_tests_recent_hours": 1,
-    "replaced_files_keep_s": 60,
-}
-
-
-def test_unit_tests_pin_the_vars_they_assume(demo_lake: DemoLake) -> None:
-    """Every dbt unit test, in one invocation, with every var changed: each test pins the vars
-    its model reads (`overrides: vars:`), so a user's own vars never fail their build."""
-    project = yaml.safe_load((ROOT / "dbt_project.yml").read_text())["vars"]
-    assert set(CHANGED_VARS) == set(project), "a var was added: change it here too"
-    assert all(CHANGED_VARS[v] != project[v] for v in project)
-    args = ("test", "--select", "test_type:unit", "--vars", json.dumps(CHANGED_VARS))
-    result = demo_lake.warm.dbt(*args).check()
-    assert "ERROR=0" in result.stdout and " PASS=" in result.stdout, result.stdout
-    # The fixtures ran as inline tables (macros/get_fixture_sql.sql, decision 0014): a dbt that
-    # stopped using the project's override would plan each given row as a union branch again.
-    target = demo_lake.warm.target(*args)
-    test_path = "tidemark/models/intermediate/int_timer_rounds_replayed.yml"
-    [compiled] = (target / "compiled" / test_path).glob("**/*_T5_T10_*.sql")
-    sql = compiled.read_text()
-    assert "-- Fixture for int_timer_tasks_planned\nselect * from values" in sql, sql[:2000]
-    assert "union all\nselect cast(" not in sql
-    # ... and the test's query read the model from the temporary view the project's unit
-    # materialization made of it for this test (macros/materializations/unit.sql): the model's
-    # SQL is not in it, so Spark analysed the model once.
-    [run] = (target / "run" / test_path).glob("**/*_T5_T10_*.sql")
-    actual = run.read_text().split("dbt_internal_unit_test_expected")[0]
-    view = "int_timer_rounds_replayed_T5_T10_follow_each_jobs_flink_release__dbt_unit_"
-    assert f"select * from {view}" in actual, actual[:2000]
-    assert "-- Fixture for" not in actual
-
-
 def test_changed_sampling_vars_need_a_full_refresh(demo_lake: DemoLake) -> None:
     """The legacy sampled back pressure models refuse an incremental run with other sampling vars
     than their rows' (docs/gauges.md), while compiling, so nothing is written and old and new
     samplings never mix in one table."""
+    # Every var changed, the sampling vars among them, as the unit tests above run: one saved
+    # parse of the project serves both (tests/e2e/warm.py).
     result = demo_lake.warm.dbt(
         "run", "--select", "int_backpressure_samples_counted", "fct_vertex_sampled_backpressure",
-        "--vars", json.dumps({"legacy_backpressure_refresh_ms": 30000}),
+        "--vars", json.dumps(CHANGED_VARS),
     )  # fmt: skip
     assert result.returncode != 0
     assert "ERROR=1 SKIP=1" in result.stdout, result.stdout
@@ -135,11 +88,20 @@ def test_data_tests_can_read_only_the_latest_hours_of_the_hourly_marts(demo_lake
     counted hour by hour here."""
     warm = demo_lake.warm
 
-    def tested(model: str, hours: object = None) -> int:
+    # One hour back: every var changed as the unit tests run (data_tests_recent_hours 1 among
+    # them), so the saved parse of their vars serves (tests/e2e/warm.py); each set of vars
+    # costs a parse of its own, some 10 s.
+    assert CHANGED_VARS["data_tests_recent_hours"] == 1
+    recent = json.dumps(CHANGED_VARS)
+
+    def tested(model: str, hours: int | None = None) -> int:
         inline = "select count(*) as n from {{ get_where_subquery(ref('" + model + "')) }}"
         args = ["compile", "--inline", inline, "--output", "json"]
         if hours is not None:
-            args += ["--vars", json.dumps({"data_tests_recent_hours": hours})]
+            args += [
+                "--vars",
+                recent if hours == 1 else json.dumps({"data_tests_recent_hours": hours}),
+            ]
         out = warm.dbt(*args).check().stdout
         compiled = json.loads(out[out.index('{\n  "compiled"') :])["compiled"]
         return warm.sql_rows(compiled)[0]["n"]
@@ -166,7 +128,6 @@ def test_data_tests_can_read_only_the_latest_hours_of_the_hourly_marts(demo_lake
     assert wrong.returncode != 0
     assert "data_tests_recent_hours must be a whole number of hours, not 2h" in wrong.stdout
 
-    recent = json.dumps({"data_tests_recent_hours": 1})
     scheduled = warm.dbt(
         "test", "--select", "fct_subtask_seconds", "fct_vertex_seconds", "fct_task_watermarks",
         "dim_vertices",
