@@ -2,10 +2,10 @@
 and the data tests that catch bronze another tool wrote against the contract.
 
 A unit test reads its fixtures, not the lake, but dbt takes the column types of an input a
-fixture leaves untyped from that input's table: the lake holds every model's table without rows,
-made by `dbt run --empty` (dbt's dry run, which this also holds working on a lake without
-events). They are not on the demo lake, whose group is the suite's longest unit of work; one warm
-worker serves both tests here (tests/conftest.py keeps them together).
+fixture leaves untyped from that input's table: the lake holds those tables without rows, made
+by `dbt run --empty` (dbt's dry run, which this also holds working on a lake without events).
+They are not on the demo lake, whose group is the suite's longest unit of work; one warm worker
+serves both tests here (tests/conftest.py keeps them together).
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ def test_unit_tests_pin_the_vars_they_assume(scratch: WarmLake) -> None:
     assert set(CHANGED_VARS) == set(project), "a var was added: change it here too"
     assert all(CHANGED_VARS[v] != project[v] for v in project)
     changed = ("--vars", json.dumps(CHANGED_VARS))  # one parse of the project for both commands
-    empty = scratch.dbt("run", "--empty", *changed).check()
+    # The tables a unit test reads its inputs' types from: each tested model (`this`) and its
+    # parents, `2+` of the tests.
+    empty = scratch.dbt("run", "--empty", "--select", "2+test_type:unit", *changed).check()
     assert "ERROR=0" in empty.stdout and "SKIP=0" in empty.stdout, empty.stdout
     args = ("test", "--select", "test_type:unit", *changed)
     result = scratch.dbt(*args).check()

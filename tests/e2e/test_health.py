@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tests.e2e.conftest import DemoLake
+from tests.e2e.conftest import CHANGED_VARS, DemoLake
 from tests.e2e.harness import tidemark
 from tidemark.health.model import (
     MARTS,
@@ -110,16 +110,20 @@ def test_status_matches_plain_sql_while_another_process_holds_the_lake(
 
 
 def test_a_failed_build_is_recorded_with_its_error(demo_lake: DemoLake) -> None:
-    """A run whose model fails (the sampled back pressure refuses other sampling vars than its
-    rows', while compiling, so nothing is written) is recorded failed, with the model's message.
-    (A command that stops before it runs anything, e.g. on a project that does not compile, runs
-    no hook: only `tidemark run` records those, as failed cycles.)"""
+    """A run whose model fails is recorded failed, with the model's message. The legacy sampled
+    back pressure models refuse an incremental run with other sampling vars than their rows'
+    (docs/gauges.md), while compiling, so nothing is written and old and new samplings never mix
+    in one table. (A command that stops before it runs anything, e.g. on a project that does not
+    compile, runs no hook: only `tidemark run` records those, as failed cycles.)"""
     warm = demo_lake.warm
+    # Every var changed, the sampling vars among them, as test_pipeline's latest-hours test runs:
+    # one saved parse serves both (tests/e2e/warm.py).
     failed = warm.dbt(
         "run", "--select", "int_backpressure_samples_counted", "fct_vertex_sampled_backpressure",
-        "--vars", json.dumps({"legacy_backpressure_refresh_ms": 30000}),
+        "--vars", json.dumps(CHANGED_VARS),
     )  # fmt: skip
     assert failed.returncode == 1 and "ERROR=1 SKIP=1" in failed.stdout, failed.stdout
+    assert "dbt build --full-refresh --select int_timer_tasks_planned+" in failed.stdout
     (row,) = warm.sql_rows(
         f"select {CYCLE_COLUMNS} from tidemark.run_log where row_kind = 'cycle' "
         "order by cycle_started_at desc limit 1"
