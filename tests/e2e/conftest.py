@@ -10,7 +10,6 @@ JVM and Spark start per command.
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -19,11 +18,10 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.gauge_reference import PROJECT_WINDOW_S, literal_job
-from tests.e2e.harness import BIN, ROOT, Result, environment, free_port, tidemark
+from tests.e2e.harness import Result, Server, serving, tidemark
 from tests.e2e.warm import WarmLake
 from tests.events import write_jsonl
 from tidemark.lake import Lake
-from tidemark.spark.settings import resources_folder
 
 # Scenario and seed; each is one job of its own in the lake (job ids come from both).
 SCENARIOS = {"backpressure": 5, "skew": 5, "idle-source": 0}
@@ -111,40 +109,10 @@ def demo_lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoLake]:
         demo.close()
 
 
-@dataclass
-class DemoServer:
-    """`tidemark serve` over the demo lake: its port and process."""
-
-    lake: Lake
-    port: int
-    process: subprocess.Popen
-
-
 @pytest.fixture(scope="session")
-def demo_server(demo_lake: DemoLake) -> Iterator[DemoServer]:
-    """One `tidemark serve` over the demo lake, started as a user starts it, for the files that
-    run last in the demo group (test_metric_views, then test_serve, which stops it). It takes
-    the lake's metastore from the warm worker (Derby admits one process).
-
-    Before it starts, the lake holds what an earlier server left in its resources folder: an
-    empty session folder, which the new server deletes, and one with a file, which it keeps."""
-    with demo_lake.released() as lake:
-        (resources_folder(lake) / "earlier-server").mkdir(parents=True)
-        (resources_folder(lake) / "earlier-with-a-file").mkdir()
-        (resources_folder(lake) / "earlier-with-a-file" / "udf.jar").write_bytes(b"jar")
-        errors = lake.root.parent / "serve.stderr"
-        with errors.open("w") as stderr:
-            process = subprocess.Popen(
-                [str(BIN / "tidemark"), "serve", "--port", str(port := free_port()),
-                 "--refresh-s", "1"],
-                cwd=ROOT, env=environment(lake), stdout=subprocess.PIPE, stderr=stderr,
-                text=True,
-            )  # fmt: skip
-        try:
-            line = process.stdout.readline() if process.stdout else ""
-            assert "listening on 127.0.0.1" in line, errors.read_text()[-3000:]
-            yield DemoServer(lake, port, process)
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+def demo_server(demo_lake: DemoLake) -> Iterator[Server]:
+    """One `tidemark serve` over the demo lake, for the files that run last in the demo group
+    (test_metric_views, then test_serve, which stops it). It takes the lake's metastore from the
+    warm worker (Derby admits one process)."""
+    with demo_lake.released() as lake, serving(lake) as server:
+        yield server

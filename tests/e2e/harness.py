@@ -16,6 +16,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -24,6 +26,7 @@ import pyarrow.dataset as ds
 
 from tests.ports import free_port as free_port
 from tidemark.lake import Lake
+from tidemark.spark.settings import resources_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -288,3 +291,38 @@ def _canonical(value: object) -> object:
 
 if __name__ == "__main__":  # tests/conftest.py: parse ahead of the workers
     saved_parse()
+
+
+@dataclass
+class Server:
+    """A running `tidemark serve`: its lake, port and process."""
+
+    lake: Lake
+    port: int
+    process: subprocess.Popen
+
+
+@contextmanager
+def serving(lake: Lake) -> Iterator[Server]:
+    """`tidemark serve --refresh-s 1` over ``lake``, started as a user starts it, killed on exit
+    if still running. Before it starts, the lake holds what an earlier server left in its
+    resources folder: an empty session folder, which the new server deletes, and one with a
+    file, which it keeps (test_serve checks both)."""
+    (resources_folder(lake) / "earlier-server").mkdir(parents=True)
+    (resources_folder(lake) / "earlier-with-a-file").mkdir()
+    (resources_folder(lake) / "earlier-with-a-file" / "udf.jar").write_bytes(b"jar")
+    errors = lake.root.parent / "serve.stderr"
+    port = free_port()
+    with errors.open("w") as stderr:
+        process = subprocess.Popen(
+            [str(BIN / "tidemark"), "serve", "--port", str(port), "--refresh-s", "1"],
+            cwd=ROOT, env=environment(lake), stdout=subprocess.PIPE, stderr=stderr, text=True,
+        )  # fmt: skip
+    try:
+        line = process.stdout.readline() if process.stdout else ""
+        assert "listening on 127.0.0.1" in line, errors.read_text()[-3000:]
+        yield Server(lake, port, process)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

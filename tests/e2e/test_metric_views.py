@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import DemoLake, DemoServer
+from tests.e2e.conftest import DemoLake
+from tests.e2e.harness import Server
 
 pytestmark = pytest.mark.e2e
 
@@ -343,7 +344,7 @@ def _plain(view: str, dimension: str) -> str:
 
 
 @pytest.fixture
-def server(demo_server: DemoServer) -> int:
+def server(demo_server: Server) -> int:
     return demo_server.port
 
 

@@ -79,15 +79,13 @@ def test_data_tests_can_read_only_the_latest_hours_of_the_hourly_marts(demo_lake
     assert CHANGED_VARS["data_tests_recent_hours"] == 1
     recent = json.dumps(CHANGED_VARS)
 
-    def tested(model: str, hours: int | None = None) -> int:
+    latest_only = ("--vars", json.dumps({"data_tests_recent_hours": 0}))
+    hour_before = ("--vars", recent)
+
+    def tested(model: str, *vars_args: str) -> int:
         inline = "select count(*) as n from {{ get_where_subquery(ref('" + model + "')) }}"
-        args = ["compile", "--inline", inline, "--output", "json"]
-        if hours is not None:
-            args += [
-                "--vars",
-                recent if hours == 1 else json.dumps({"data_tests_recent_hours": hours}),
-            ]
-        out = warm.dbt(*args).check().stdout
+        out = warm.dbt("compile", "--inline", inline, "--output", "json", *vars_args)
+        out = out.check().stdout
         compiled = json.loads(out[out.index('{\n  "compiled"') :])["compiled"]
         return warm.sql_rows(compiled)[0]["n"]
 
@@ -99,13 +97,13 @@ def test_data_tests_can_read_only_the_latest_hours_of_the_hourly_marts(demo_lake
     }
     latest, total = max(by_hour), sum(by_hour.values())
     assert 0 < by_hour[latest] < total, by_hour  # the demo lake spans more than one hour
-    assert tested("fct_subtask_seconds", 0) == by_hour[latest]
-    assert tested("fct_subtask_seconds", 1) == sum(  # the hour before the latest included
+    assert tested("fct_subtask_seconds", *latest_only) == by_hour[latest]
+    assert tested("fct_subtask_seconds", *hour_before) == sum(  # the hour before the latest too
         n for hour, n in by_hour.items() if hour >= latest - timedelta(hours=1)
     )
     assert tested("fct_subtask_seconds") == total
     vertices = warm.sql_rows("select count(*) as n from tidemark.dim_vertices")[0]["n"]
-    assert tested("dim_vertices", 0) == vertices  # not partitioned by hour: every row
+    assert tested("dim_vertices", *latest_only) == vertices  # not partitioned by hour: every row
 
     wrong = warm.dbt(
         "test", "--select", "dim_vertices", "--vars", json.dumps({"data_tests_recent_hours": "2h"})

@@ -11,14 +11,14 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from bench.serve import figures_query
-from tests.e2e.conftest import DemoServer
-from tests.e2e.harness import BIN, ROOT, dbt, environment, free_port, tidemark
+from tests.e2e.harness import Server, dbt, free_port, serving, tidemark
 from tests.events import timer, write_jsonl
 from tidemark.lake import Lake
 from tidemark.spark.session import STORE_VIEW_PLANS
@@ -40,31 +40,12 @@ def _query(port: int, sql: str) -> list[tuple]:
 
 
 @pytest.fixture
-def server(tmp_path: Path, lake: Lake):
+def server(tmp_path: Path, lake: Lake) -> Iterator[tuple[int, subprocess.Popen]]:
     data = tmp_path / "events"
     tidemark("generate", "--scenario", "steady", "--out", str(data), lake=lake).check()
     tidemark("ingest", str(data), lake=lake).check()
-    # what an earlier server left: its own session's empty folder, and one with a resource
-    (resources_folder(lake) / "earlier-server").mkdir(parents=True)
-    (resources_folder(lake) / "earlier-with-a-file").mkdir()
-    (resources_folder(lake) / "earlier-with-a-file" / "udf.jar").write_bytes(b"jar")
-    port = free_port()
-    errors = tmp_path / "serve.stderr"
-    with errors.open("w") as stderr:
-        process = subprocess.Popen(
-            [str(BIN / "tidemark"), "serve", "--port", str(port), "--refresh-s", "1"],
-            cwd=ROOT,
-            env=environment(lake),
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-        )
-    line = process.stdout.readline() if process.stdout else ""
-    assert "listening on 127.0.0.1" in line, errors.read_text()[-3000:]
-    yield port, process
-    if process.poll() is None:
-        process.kill()
-        process.wait()
+    with serving(lake) as started:
+        yield started.port, started.process
 
 
 def _reads_during_a_build(port: int, marts: tuple[str, ...], lake: Lake) -> None:
@@ -119,7 +100,7 @@ def _dbt_runs_recorded(port: int, lake: Lake) -> tuple[int, int]:
     return in_sql, sum((r["recorded_by"], r["outcome"]) == ("dbt run", "ok") for r in shown)
 
 
-def test_bi_clients_dbt_and_shutdown(demo_server: DemoServer, tmp_path: Path) -> None:
+def test_bi_clients_dbt_and_shutdown(demo_server: Server, tmp_path: Path) -> None:
     """The demo lake's server (after test_metric_views' reads): BI sessions of their own,
     cron's `dbt run --target thrift` through it with BI clients reading, a bronze commit seen
     without a restart, and SIGTERM."""
