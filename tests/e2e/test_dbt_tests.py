@@ -11,6 +11,7 @@ serves both tests here (tests/conftest.py keeps them together).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,6 +35,21 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WarmLake]:
         yield warm
 
 
+def unit_test_inputs() -> list[str]:
+    """The models a unit test takes column types from (the project's `get_fixture_sql`): each
+    model a test gives rows for, and the tested model where a test gives `this` (its table in an
+    incremental run). A tested model no test reads this way needs no table."""
+    inputs = set()
+    for path in (ROOT / "models").rglob("*.yml"):
+        for test in (yaml.safe_load(path.read_text()) or {}).get("unit_tests", []):
+            for given in test["given"]:
+                if ref := re.fullmatch(r"ref\('(\w+)'\)", given["input"]):
+                    inputs.add(ref.group(1))
+                elif given["input"] == "this":
+                    inputs.add(test["model"])
+    return sorted(inputs)
+
+
 def test_unit_tests_pin_the_vars_they_assume(scratch: WarmLake) -> None:
     """Every dbt unit test, in one invocation, with every var changed: each test pins the vars
     its model reads (`overrides: vars:`), so a user's own vars never fail their build."""
@@ -41,9 +57,9 @@ def test_unit_tests_pin_the_vars_they_assume(scratch: WarmLake) -> None:
     assert set(CHANGED_VARS) == set(project), "a var was added: change it here too"
     assert all(CHANGED_VARS[v] != project[v] for v in project)
     changed = ("--vars", json.dumps(CHANGED_VARS))  # one parse of the project for both commands
-    # The tables a unit test reads its inputs' types from: each tested model (`this`) and its
-    # parents, `2+` of the tests.
-    empty = scratch.dbt("run", "--empty", "--select", "2+test_type:unit", *changed).check()
+    # The tables a unit test reads its inputs' types from, and what dbt builds them from.
+    inputs = " ".join(f"+{model}" for model in unit_test_inputs())
+    empty = scratch.dbt("run", "--empty", "--select", inputs, *changed).check()
     assert "ERROR=0" in empty.stdout and "SKIP=0" in empty.stdout, empty.stdout
     args = ("test", "--select", "test_type:unit", *changed)
     result = scratch.dbt(*args).check()
