@@ -60,7 +60,7 @@ incident_hours as (
 
 ),
 
-window_figures as (
+vertex_figures as (
 
     -- each vertex of the job over the incident's window
     select
@@ -90,17 +90,79 @@ window_figures as (
 
 ),
 
-figures_by_vertex as (
+subtask_figures as (
 
-    -- per incident, the back pressure ratio of each vertex of the job over its window
+    -- each subtask of the job over the incident's window
+    select
+        incident_hours.job_id,
+        incident_hours.vertex_id as backpressured_vertex_id,
+        incident_hours.incident_start_ms,
+        subtask_seconds.vertex_id,
+        subtask_seconds.subtask_index,
+        sum(subtask_seconds.busy_ms) / (count(subtask_seconds.busy_ms) * 1000) as mean_busy_ratio,
+        avg(subtask_seconds.busy_ms) as mean_busy_ms
+    from incident_hours
+    inner join subtask_seconds
+        on
+            incident_hours.job_id = subtask_seconds.job_id
+            and incident_hours.hour_at = subtask_seconds.hour_at
+            and subtask_seconds.second_start_ms >= incident_hours.incident_start_ms
+            and subtask_seconds.second_start_ms < incident_hours.incident_end_ms
+    where subtask_seconds.busy_ms is not null
+    group by
+        incident_hours.job_id,
+        incident_hours.vertex_id,
+        incident_hours.incident_start_ms,
+        subtask_seconds.vertex_id,
+        subtask_seconds.subtask_index
+
+),
+
+hottest_subtasks as (
+
+    -- each vertex's subtask with the highest mean busy time; among equals the lowest index
     select
         job_id,
         backpressured_vertex_id,
         incident_start_ms,
-        map_from_entries(collect_list(struct(vertex_id, mean_backpressure_ratio)))
-            as backpressure_ratio_by_vertex
-    from window_figures
-    group by job_id, backpressured_vertex_id, incident_start_ms
+        vertex_id,
+        max_by(
+            named_struct('subtask_index', subtask_index, 'mean_busy_ratio', mean_busy_ratio),
+            named_struct('mean_busy_ms', mean_busy_ms, 'lower_index', -subtask_index)
+        ) as hottest
+    from subtask_figures
+    group by job_id, backpressured_vertex_id, incident_start_ms, vertex_id
+
+),
+
+figures_by_incident as (
+
+    -- per incident, every vertex's figures over its window, by vertex id
+    select
+        vertex_figures.job_id,
+        vertex_figures.backpressured_vertex_id,
+        vertex_figures.incident_start_ms,
+        map_from_entries(collect_list(struct(
+            vertex_figures.vertex_id,
+            named_struct(
+                'mean_backpressure_ratio', vertex_figures.mean_backpressure_ratio,
+                'mean_busy_ratio', vertex_figures.mean_busy_ratio,
+                'mean_busy_skew_pct', vertex_figures.mean_busy_skew_pct,
+                'hottest_subtask_index', hottest_subtasks.hottest.subtask_index,
+                'hottest_subtask_busy_ratio', hottest_subtasks.hottest.mean_busy_ratio
+            )
+        ))) as figures_by_vertex
+    from vertex_figures
+    left join hottest_subtasks
+        on
+            vertex_figures.job_id = hottest_subtasks.job_id
+            and vertex_figures.backpressured_vertex_id = hottest_subtasks.backpressured_vertex_id
+            and vertex_figures.incident_start_ms = hottest_subtasks.incident_start_ms
+            and vertex_figures.vertex_id = hottest_subtasks.vertex_id
+    group by
+        vertex_figures.job_id,
+        vertex_figures.backpressured_vertex_id,
+        vertex_figures.incident_start_ms
 
 ),
 
@@ -137,6 +199,7 @@ walks as (
         incidents.job_id,
         incidents.vertex_id as backpressured_vertex_id,
         incidents.incident_start_ms,
+        figures_by_incident.figures_by_vertex,
         aggregate(
             sequence(1, {{ max_depth }}),
             named_struct(
@@ -150,9 +213,9 @@ walks as (
                         walk.frontier,
                         path -> size(path) = 0
                         or coalesce(
-                            figures_by_vertex.backpressure_ratio_by_vertex[
+                            figures_by_incident.figures_by_vertex[
                                 try_element_at(path, -1)
-                            ] > {{ tidemark_backpressure_ok_max() }},
+                            ].mean_backpressure_ratio > {{ tidemark_backpressure_ok_max() }},
                             false
                         )
                     ),
@@ -174,91 +237,71 @@ walks as (
         ) as paths
     from incidents
     inner join graphs on incidents.job_id = graphs.job_id
-    left join figures_by_vertex
+    left join figures_by_incident
         on
-            incidents.job_id = figures_by_vertex.job_id
-            and incidents.vertex_id = figures_by_vertex.backpressured_vertex_id
-            and incidents.incident_start_ms = figures_by_vertex.incident_start_ms
-
-),
-
-walked as (
-
-    select
-        walks.job_id,
-        walks.backpressured_vertex_id,
-        walks.incident_start_ms,
-        element_at(walked_path.path_vertex_ids, -1) as vertex_id,
-        size(walked_path.path_vertex_ids) as depth,
-        walked_path.path_vertex_ids
-    from walks
-        lateral view explode(walks.paths) walked_path as path_vertex_ids
+            incidents.job_id = figures_by_incident.job_id
+            and incidents.vertex_id = figures_by_incident.backpressured_vertex_id
+            and incidents.incident_start_ms = figures_by_incident.incident_start_ms
 
 ),
 
 judged as (
 
+    -- each walked path with its last vertex's figures (NULL: no metrics in the window) and
+    -- whether that vertex is the bottleneck: not back-pressured (B6 `ok`) and busy
     select
-        walked.*,
-        window_figures.mean_backpressure_ratio,
-        window_figures.mean_busy_ratio,
-        window_figures.mean_busy_skew_pct,
-        window_figures.vertex_id is null as is_without_metrics,
-        coalesce(
-            window_figures.mean_backpressure_ratio <= {{ tidemark_backpressure_ok_max() }}
-            and window_figures.mean_busy_ratio >= {{ var('bottleneck_busy_ratio') }},
-            false
-        ) as is_bottleneck
-    from walked
-    left join window_figures
-        on
-            walked.job_id = window_figures.job_id
-            and walked.backpressured_vertex_id = window_figures.backpressured_vertex_id
-            and walked.incident_start_ms = window_figures.incident_start_ms
-            and walked.vertex_id = window_figures.vertex_id
-
-),
-
-ranked as (
-
-    -- the first vertex found (fewest edges away); among equals the busiest
-    select
-        judged.*,
-        row_number() over (
-            partition by judged.job_id, judged.backpressured_vertex_id, judged.incident_start_ms
-            order by judged.depth asc, judged.mean_busy_ratio desc, judged.vertex_id asc
-        ) as candidate_rank
-    from judged
-    where judged.is_bottleneck
+        job_id,
+        backpressured_vertex_id,
+        incident_start_ms,
+        transform(
+            paths,
+            path -> named_struct(
+                'vertex_id', element_at(path, -1),
+                'depth', size(path),
+                'path_vertex_ids', path,
+                'figures', figures_by_vertex[element_at(path, -1)],
+                'is_bottleneck', coalesce(
+                    figures_by_vertex[element_at(path, -1)].mean_backpressure_ratio
+                    <= {{ tidemark_backpressure_ok_max() }}
+                    and figures_by_vertex[element_at(path, -1)].mean_busy_ratio
+                    >= {{ var('bottleneck_busy_ratio') }},
+                    false
+                )
+            )
+        ) as candidates
+    from walks
 
 ),
 
 named as (
 
-    select * from ranked
-    where candidate_rank = 1
-
-),
-
-walk_summary as (
-
     select
         job_id,
         backpressured_vertex_id,
         incident_start_ms,
-        count(*) as walked_vertices,
-        max(cast(is_without_metrics as int)) = 1 as has_vertex_without_metrics,
-        max(depth) as deepest_step,
-        max(
-            case
-                when
-                    depth = {{ max_depth }} and not is_bottleneck
-                    and mean_backpressure_ratio > {{ tidemark_backpressure_ok_max() }} then 1
-                else 0
-            end
-        ) = 1 as is_cut_at_max_depth
+        -- the first vertex found (fewest edges away); among equals the busiest
+        array_min(transform(
+            filter(candidates, candidate -> candidate.is_bottleneck),
+            candidate -> named_struct(
+                'depth', candidate.depth,
+                'busiest_first', -candidate.figures.mean_busy_ratio,
+                'vertex_id', candidate.vertex_id,
+                'candidate', candidate
+            )
+        )).candidate as bottleneck,
+        size(candidates) > 0 as has_walked,
+        exists(candidates, candidate -> candidate.figures is null) as has_vertex_without_metrics,
+        exists(
+            candidates,
+            candidate -> coalesce(
+                candidate.depth = {{ max_depth }}
+                and not candidate.is_bottleneck
+                and candidate.figures.mean_backpressure_ratio
+                > {{ tidemark_backpressure_ok_max() }},
+                false
+            )
+        ) as is_cut_at_max_depth
     from judged
-    group by job_id, backpressured_vertex_id, incident_start_ms
 
 ),
 
@@ -272,41 +315,6 @@ known_vertices as (
 
 ),
 
-hottest_subtasks as (
-
-    select
-        named.job_id,
-        named.backpressured_vertex_id,
-        named.incident_start_ms,
-        subtask_seconds.subtask_index,
-        sum(subtask_seconds.busy_ms) / (count(subtask_seconds.busy_ms) * 1000) as mean_busy_ratio,
-        row_number() over (
-            partition by
-                named.job_id, named.backpressured_vertex_id, named.incident_start_ms
-            order by avg(subtask_seconds.busy_ms) desc, subtask_seconds.subtask_index
-        ) as heat_rank
-    from named
-    inner join incident_hours
-        on
-            named.job_id = incident_hours.job_id
-            and named.backpressured_vertex_id = incident_hours.vertex_id
-            and named.incident_start_ms = incident_hours.incident_start_ms
-    inner join subtask_seconds
-        on
-            named.job_id = subtask_seconds.job_id
-            and named.vertex_id = subtask_seconds.vertex_id
-            and incident_hours.hour_at = subtask_seconds.hour_at
-            and subtask_seconds.second_start_ms >= incident_hours.incident_start_ms
-            and subtask_seconds.second_start_ms < incident_hours.incident_end_ms
-    where subtask_seconds.busy_ms is not null
-    group by
-        named.job_id,
-        named.backpressured_vertex_id,
-        named.incident_start_ms,
-        subtask_seconds.subtask_index
-
-),
-
 final as (
 
     select
@@ -314,33 +322,33 @@ final as (
         incidents.incident_start_ms,
         incidents.incident_end_ms,
         incidents.vertex_id as backpressured_vertex_id,
-        named.vertex_id as bottleneck_vertex_id,
-        hottest_subtasks.subtask_index as bottleneck_subtask_index,
+        named.bottleneck.vertex_id as bottleneck_vertex_id,
+        named.bottleneck.figures.hottest_subtask_index as bottleneck_subtask_index,
         incidents.peak_backpressure_ratio as backpressured_peak_ratio,
         incidents.mean_backpressure_ratio as backpressured_mean_ratio,
-        named.mean_busy_ratio as bottleneck_busy_ratio,
-        named.mean_backpressure_ratio as bottleneck_backpressure_ratio,
-        named.mean_busy_skew_pct as bottleneck_busy_skew_pct,
-        hottest_subtasks.mean_busy_ratio as bottleneck_subtask_busy_ratio,
-        named.path_vertex_ids,
+        named.bottleneck.figures.mean_busy_ratio as bottleneck_busy_ratio,
+        named.bottleneck.figures.mean_backpressure_ratio as bottleneck_backpressure_ratio,
+        named.bottleneck.figures.mean_busy_skew_pct as bottleneck_busy_skew_pct,
+        named.bottleneck.figures.hottest_subtask_busy_ratio as bottleneck_subtask_busy_ratio,
+        named.bottleneck.path_vertex_ids,
         case
-            when named.vertex_id is null then 'none'
+            when named.bottleneck is null then 'none'
             when
                 known_vertices.is_known is null
-                or walk_summary.has_vertex_without_metrics
+                or named.has_vertex_without_metrics
                 then 'low'
             else 'high'
         end as confidence,
         case
             when known_vertices.is_known is null
                 then 'job graph incomplete: no vertex record for the back-pressured vertex'
-            when walk_summary.walked_vertices is null
+            when not coalesce(named.has_walked, false)
                 then 'job graph incomplete: no downstream vertex recorded'
-            when walk_summary.is_cut_at_max_depth
+            when named.is_cut_at_max_depth
                 then 'walk stopped after {{ max_depth }} edges (bottleneck_max_depth)'
-            when walk_summary.has_vertex_without_metrics
+            when named.has_vertex_without_metrics
                 then 'a downstream vertex has no metrics in the incident window'
-            when named.vertex_id is null
+            when named.bottleneck is null
                 then 'no downstream vertex was both not back-pressured and busy'
         end as confidence_note
     from incidents
@@ -349,17 +357,6 @@ final as (
             incidents.job_id = named.job_id
             and incidents.vertex_id = named.backpressured_vertex_id
             and incidents.incident_start_ms = named.incident_start_ms
-    left join hottest_subtasks
-        on
-            named.job_id = hottest_subtasks.job_id
-            and named.backpressured_vertex_id = hottest_subtasks.backpressured_vertex_id
-            and named.incident_start_ms = hottest_subtasks.incident_start_ms
-            and hottest_subtasks.heat_rank = 1
-    left join walk_summary
-        on
-            incidents.job_id = walk_summary.job_id
-            and incidents.vertex_id = walk_summary.backpressured_vertex_id
-            and incidents.incident_start_ms = walk_summary.incident_start_ms
     left join known_vertices
         on
             incidents.job_id = known_vertices.job_id
