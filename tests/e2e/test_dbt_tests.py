@@ -19,6 +19,7 @@ import pytest
 import yaml
 from deltalake import DeltaTable, write_deltalake
 
+from tests.dbt_files import yaml_entries
 from tests.e2e.conftest import CHANGED_VARS
 from tests.e2e.harness import ROOT
 from tests.e2e.warm import WarmLake
@@ -40,15 +41,14 @@ def unit_test_inputs() -> list[str]:
     model a test gives rows for, and the tested model where a test gives `this` (its table in an
     incremental run). A tested model no test reads this way needs no table."""
     inputs = set()
-    for path in (ROOT / "models").rglob("*.yml"):
-        for test in (yaml.safe_load(path.read_text()) or {}).get("unit_tests", []):
-            for given in test["given"]:
-                if ref := re.fullmatch(r"ref\('(\w+)'\)", given["input"]):
-                    inputs.add(ref.group(1))
-                elif given["input"] == "this":
-                    inputs.add(test["model"])
-                else:  # bronze, whose views every lake has; another form would go unbuilt
-                    assert given["input"].startswith("source('bronze', "), (path, given["input"])
+    for path, test in yaml_entries("unit_tests"):
+        for given in test["given"]:
+            if ref := re.fullmatch(r"ref\('(\w+)'\)", given["input"]):
+                inputs.add(ref.group(1))
+            elif given["input"] == "this":
+                inputs.add(test["model"])
+            else:  # bronze, whose views every lake has; another form would go unbuilt
+                assert given["input"].startswith("source('bronze', "), (path, given["input"])
     return sorted(inputs)
 
 

@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from tests.dbt_files import MODELS, ROOT, yaml_entries
 
-import yaml
-
-ROOT = Path(__file__).resolve().parents[2]
-MODELS = ROOT / "models"
 MAX_LINES = 150
 
 
 def _model_entries() -> dict[str, dict]:
     """Each model's entry in the project's YAML files, by name."""
-    entries = {}
-    for path in MODELS.rglob("*.yml"):
-        for entry in (yaml.safe_load(path.read_text()) or {}).get("models", []):
-            entries[entry["name"]] = entry
-    return entries
+    return {entry["name"]: entry for _, entry in yaml_entries("models")}
 
 
 def test_a_model_over_150_lines_says_why_in_its_yaml() -> None:
@@ -44,11 +36,9 @@ def test_sql_fixtures_of_several_rows_are_inline_tables() -> None:
     the model's plan repeats wherever it reads the input (a watermark test: 15.6 s against
     6.5 s; decision 0014)."""
     unions = []
-    for path in sorted(MODELS.rglob("*.yml")):
-        for test in (yaml.safe_load(path.read_text()) or {}).get("unit_tests", []):
-            fixtures = [*test.get("given", []), test.get("expect", {})]
-            for fixture in fixtures:
-                rows = fixture.get("rows")
-                if fixture.get("format") == "sql" and "union all" in str(rows).lower():
-                    unions.append(f"{path.relative_to(ROOT)}: {test['name']}")
+    for path, test in yaml_entries("unit_tests"):
+        for fixture in [*test.get("given", []), test.get("expect", {})]:
+            rows = fixture.get("rows")
+            if fixture.get("format") == "sql" and "union all" in str(rows).lower():
+                unions.append(f"{path.relative_to(ROOT)}: {test['name']}")
     assert not unions, f"write these fixtures as one inline table: {unions}"
