@@ -119,6 +119,10 @@ rounds as (
         vertex_id,
         subtask_index,
         attempt,
+        first_ts_ms,
+        first_update_ms,
+        dirty_from_update_ms,
+        is_busy_time_enabled,
         explode(
             sequence(window_from_update_ms, last_update_ms, cast(5000 as bigint))
         ) as update_ms
@@ -178,6 +182,10 @@ round_slots as (
         rounds.subtask_index,
         rounds.attempt,
         rounds.update_ms,
+        rounds.first_ts_ms,
+        rounds.first_update_ms,
+        rounds.dirty_from_update_ms,
+        rounds.is_busy_time_enabled,
         coalesce(slots.idle_ms, 0) as idle_ms,
         coalesce(slots.soft_backpressured_ms, 0) as soft_backpressured_ms,
         coalesce(slots.hard_backpressured_ms, 0) as hard_backpressured_ms
@@ -225,36 +233,26 @@ windowed as (
 
     select
         round_slots.*,
-        window_tasks.first_ts_ms,
-        window_tasks.first_update_ms,
-        window_tasks.dirty_from_update_ms,
-        window_tasks.is_busy_time_enabled,
         -- T6: the slots written so far, at most the ring's size.
         least(
-            (round_slots.update_ms - window_tasks.first_update_ms) div 5000 + 1, {{ slots }}
+            (round_slots.update_ms - round_slots.first_update_ms) div 5000 + 1, {{ slots }}
         ) as written_slots,
         sum(round_slots.idle_ms) over ring as idle_ring_ms,
         sum(round_slots.soft_backpressured_ms) over ring as soft_backpressured_ring_ms,
         sum(round_slots.hard_backpressured_ms) over ring as hard_backpressured_ring_ms,
         sum(
             case
-                when round_slots.update_ms >= window_tasks.dirty_from_update_ms
+                when round_slots.update_ms >= round_slots.dirty_from_update_ms
                     then round_slots.idle_ms
             end
         ) over task_so_far as idle_recomputed_ms,
         sum(
             case
-                when round_slots.update_ms >= window_tasks.dirty_from_update_ms
+                when round_slots.update_ms >= round_slots.dirty_from_update_ms
                     then round_slots.soft_backpressured_ms + round_slots.hard_backpressured_ms
             end
         ) over task_so_far as back_pressured_recomputed_ms
     from round_slots
-    inner join window_tasks
-        on
-            round_slots.job_id = window_tasks.job_id
-            and round_slots.vertex_id = window_tasks.vertex_id
-            and round_slots.subtask_index = window_tasks.subtask_index
-            and round_slots.attempt = window_tasks.attempt
     window
         ring as (
             partition by
@@ -567,24 +565,17 @@ all_rounds as (
 
 ),
 
-not_exact_rounds as (
+task_gap_ranges as (
 
-    -- Rounds whose window (T6) reaches into a range where the capture lost timer events.
-    select distinct
-        all_rounds.job_id,
-        all_rounds.vertex_id,
-        all_rounds.subtask_index,
-        all_rounds.attempt,
-        all_rounds.update_ms
-    from all_rounds
-    inner join gap_ranges
-        on
-            all_rounds.job_id = gap_ranges.job_id
-            and all_rounds.vertex_id = gap_ranges.vertex_id
-            and all_rounds.subtask_index = gap_ranges.subtask_index
-            and all_rounds.attempt = gap_ranges.attempt
-            and gap_ranges.not_exact_from_ms <= all_rounds.update_ms
-            and gap_ranges.not_exact_to_ms > all_rounds.window_from_ms
+    -- Each task's ranges where the capture lost timer events.
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        collect_list(struct(not_exact_from_ms, not_exact_to_ms)) as gaps
+    from gap_ranges
+    group by job_id, vertex_id, subtask_index, attempt
 
 ),
 
@@ -607,20 +598,27 @@ rounds_checked as (
         all_rounds.accumulated_back_pressured_time_ms,
         all_rounds.accumulated_busy_time_ms,
         all_rounds.round_source,
-        not_exact_rounds.update_ms is null as is_exact,
+        -- Exact unless the round's window (T6) reaches into a range of lost timer events.
+        not coalesce(
+            exists(
+                task_gap_ranges.gaps,
+                gap -> gap.not_exact_from_ms <= all_rounds.update_ms
+                and gap.not_exact_to_ms > all_rounds.window_from_ms
+            ),
+            false
+        ) as is_exact,
         all_rounds.published_idle_time_ms_per_second,
         all_rounds.published_soft_back_pressured_time_ms_per_second,
         all_rounds.published_hard_back_pressured_time_ms_per_second,
         all_rounds.hour_at,
         all_rounds.minute_slice
     from all_rounds
-    left join not_exact_rounds
+    left join task_gap_ranges
         on
-            all_rounds.job_id = not_exact_rounds.job_id
-            and all_rounds.vertex_id = not_exact_rounds.vertex_id
-            and all_rounds.subtask_index = not_exact_rounds.subtask_index
-            and all_rounds.attempt = not_exact_rounds.attempt
-            and all_rounds.update_ms = not_exact_rounds.update_ms
+            all_rounds.job_id = task_gap_ranges.job_id
+            and all_rounds.vertex_id = task_gap_ranges.vertex_id
+            and all_rounds.subtask_index = task_gap_ranges.subtask_index
+            and all_rounds.attempt = task_gap_ranges.attempt
 
 ),
 
