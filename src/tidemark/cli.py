@@ -453,12 +453,16 @@ def parse_time_ms(text: str | None) -> int | None:
 
 def _report(args: argparse.Namespace) -> int:
     from tidemark.report import Window, write_report
+    from tidemark.report.queries import not_built
     from tidemark.spark.session import spark_session
 
     window = Window(args.job, parse_time_ms(args.from_), parse_time_ms(args.to))
     if window.from_ms is not None and window.to_ms is not None and window.to_ms <= window.from_ms:
         raise ValueError("--to must be after --from")
-    written = write_report(spark_session(_lake(args)), args.out, window, args.gauge_window_s)
+    lake = _lake(args)
+    if not lake.metastore_db.exists():  # Spark never ran on this lake: said without starting it
+        raise not_built()
+    written = write_report(spark_session(lake), args.out, window, args.gauge_window_s)
     print(f"report written to {written.resolve()} ({written.stat().st_size / 1e6:.1f} MB)")
     return 0
 

@@ -53,6 +53,11 @@ class Lake:
         return self.root / "metastore"
 
     @property
+    def metastore_db(self) -> Path:
+        """The embedded Hive metastore's Derby database, made by Spark's first start."""
+        return self.metastore / "metastore_db"
+
+    @property
     def locks(self) -> Path:
         return self.root / "_locks"
 

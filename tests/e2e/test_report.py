@@ -69,7 +69,8 @@ def test_report_errors_are_one_line_and_write_nothing(
     demo_lake: DemoLake, lake: Lake, tmp_path: Path
 ) -> None:
     out = tmp_path / "report.html"
-    # A new user's first try, before `dbt build`: a real `tidemark report` process.
+    # A new user's first try, before `dbt build`: a real `tidemark report` process, which says
+    # so without starting Spark (that would make the lake's metastore).
     unbuilt = tidemark("report", "--out", str(out), lake=lake)
     assert unbuilt.returncode == 1
     assert unbuilt.stderr.strip().splitlines()[-1] == (
@@ -77,6 +78,7 @@ def test_report_errors_are_one_line_and_write_nothing(
         " fct_backpressure_incidents, fct_bottlenecks, fct_vertex_watermark_seconds,"
         " fct_subtask_flink_gauges, dim_vertices missing in schema tidemark): run `dbt build` first"
     )
+    assert not lake.metastore.exists()
     warm = demo_lake.warm
     unknown = warm.tidemark("report", "--job", "nope", "--out", str(out))
     assert unknown.returncode == 1

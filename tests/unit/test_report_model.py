@@ -144,3 +144,38 @@ def test_the_largest_page_the_queries_can_produce_stays_a_few_mb() -> None:
         data.incidents.append(Incident(v.vertex_id, 0, 60_000, 0.9, 0.7, ids[-1], 3, "high", ""))
     page = render(data)
     assert len(page.encode()) < 10_000_000, len(page.encode())  # 7.3 MB, 4.8 of them Plotly.js
+
+
+class _Catalog:
+    def databaseExists(self, name: str) -> bool:  # noqa: N802 (PySpark's name)
+        return name == "tidemark"
+
+
+class _Spark:
+    """The two calls ``load`` makes before it reads a mart: the schema, then its tables."""
+
+    catalog = _Catalog()
+
+    def __init__(self, tables: list[str]) -> None:
+        self.tables = tables
+
+    def sql(self, statement: str):
+        assert statement == "show tables in tidemark", statement
+        rows = [type("Row", (), {"tableName": name}) for name in self.tables]
+        return type("Frame", (), {"collect": lambda _: rows})()
+
+
+def test_a_lake_with_some_marts_missing_names_them_before_reading_any() -> None:
+    """The check behind `tidemark report` on a lake Spark has run on (a lake it never ran on is
+    refused before Spark starts: tests/e2e/test_report.py)."""
+    from tidemark.report.queries import NEEDED, ReportError, Window, load
+
+    built = ["fct_subtask_seconds", "dim_vertices", "fct_valve_emissions"]
+    with pytest.raises(ReportError) as caught:
+        load(_Spark(built), Window(None, None, None))
+    missing = [name for name in NEEDED if name not in built]
+    assert len(missing) == len(NEEDED) - 2
+    assert str(caught.value) == (
+        f"the marts are not built ({', '.join(missing)} missing in schema tidemark):"
+        " run `dbt build` first"
+    )

@@ -8,6 +8,7 @@ buckets per heat map, ``MAX_POINTS`` points per line).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tidemark.report.model import (
@@ -73,15 +74,19 @@ def _tables(spark) -> set[str]:
     return {row.tableName for row in spark.sql(f"show tables in {SCHEMA}").collect()}
 
 
+def not_built(missing: Sequence[str] = NEEDED) -> ReportError:
+    return ReportError(
+        f"the marts are not built ({', '.join(missing)} missing in schema {SCHEMA}):"
+        " run `dbt build` first"
+    )
+
+
 def load(spark, window: Window, gauge_window_s: int = 60) -> ReportData:
     """The report's data for one job and time range, read from the marts."""
     tables = _tables(spark)
     missing = [t for t in NEEDED if t not in tables]
     if missing:
-        raise ReportError(
-            f"the marts are not built ({', '.join(missing)} missing in schema {SCHEMA}):"
-            " run `dbt build` first"
-        )
+        raise not_built(missing)
     jobs = _rows(
         spark,
         f"select job_id, min(second_start_ms) as first_ms, max(second_start_ms) + 1000 as end_ms"

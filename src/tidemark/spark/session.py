@@ -104,7 +104,6 @@ def spark_conf(lake: Lake) -> dict[str, str]:
     Settings of the cluster itself (executor memory and cores, queues, jars, ...) are not here:
     they go in ``$SPARK_CONF_DIR/spark-defaults.conf``, which Spark reads at start-up too.
     """
-    metastore = lake.metastore / "metastore_db"
     java_options = (
         f"-Dderby.system.home={lake.logs} -Dlog4j2.configurationFile=file:{_LOG4J} {jvm_options()} "
         f"{archive_options(lake)}"
@@ -117,7 +116,7 @@ def spark_conf(lake: Lake) -> dict[str, str]:
         "spark.sql.catalogImplementation": "hive",
         "spark.sql.warehouse.dir": lake.warehouse.as_uri(),
         "spark.hadoop.javax.jdo.option.ConnectionURL": (
-            f"jdbc:derby:;databaseName={metastore};create=true"
+            f"jdbc:derby:;databaseName={lake.metastore_db};create=true"
         ),
         # Hive's session makes a folder for downloaded resources at start, by default a new
         # /tmp/<session id>_resources, and Spark never closes that session: every run left one
