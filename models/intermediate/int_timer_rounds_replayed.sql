@@ -59,19 +59,8 @@ planned_with_updates as (
 
 bronze_timer_events as (
 
+    -- Every event of each task: a task here has an `update` among them (update_tasks).
     {{ tidemark_timer_events_of('planned_with_updates') }}
-
-),
-
-captured_tasks as (
-
-    select distinct
-        job_id,
-        vertex_id,
-        subtask_index,
-        attempt
-    from bronze_timer_events
-    where action = 'update'
 
 ),
 
@@ -91,12 +80,6 @@ gauge_events as (
         {{ tidemark_gauge_rules_by_job('bronze_timer_events.job_id', 'counts_from_start') }}
             as is_end_counted_from_start
     from bronze_timer_events
-    left semi join captured_tasks
-        on
-            bronze_timer_events.job_id = captured_tasks.job_id
-            and bronze_timer_events.vertex_id = captured_tasks.vertex_id
-            and bronze_timer_events.subtask_index = captured_tasks.subtask_index
-            and bronze_timer_events.attempt = captured_tasks.attempt
 
 ),
 
