@@ -54,18 +54,6 @@ timer_events as (
 
 ),
 
-task_gauges as (
-
-    select distinct
-        job_id,
-        vertex_id,
-        subtask_index,
-        attempt,
-        gauge
-    from timer_events
-
-),
-
 gaps_with_horizon as (
 
     select
@@ -92,66 +80,33 @@ gaps_with_horizon as (
 
 gauge_resyncs as (
 
-    -- Per gap and gauge of its task: the ts_ms of the gauge's first start or end after the gap,
-    -- or the task's horizon when there is none.
+    -- Per gap and gauge of its task (a gauge with any timer record in it): the ts_ms of the
+    -- gauge's first start or end after the gap, or the task's horizon when there is none.
     select
         gaps_with_horizon.job_id,
         gaps_with_horizon.vertex_id,
         gaps_with_horizon.subtask_index,
         gaps_with_horizon.attempt,
         gaps_with_horizon.seq,
-        task_gauges.gauge,
+        gaps_with_horizon.ts_ms,
+        gaps_with_horizon.to_ts_ms,
+        gaps_with_horizon.dropped,
+        timer_events.gauge,
         coalesce(
-            min_by(timer_events.ts_ms, timer_events.seq),
+            min_by(timer_events.ts_ms, timer_events.seq) filter (
+                where
+                timer_events.action in ('start', 'end')
+                and timer_events.seq > gaps_with_horizon.to_seq
+            ),
             max(gaps_with_horizon.horizon_ms)
         ) as resync_ms
     from gaps_with_horizon
-    inner join task_gauges
+    inner join timer_events
         on
-            gaps_with_horizon.job_id = task_gauges.job_id
-            and gaps_with_horizon.vertex_id = task_gauges.vertex_id
-            and gaps_with_horizon.subtask_index = task_gauges.subtask_index
-            and gaps_with_horizon.attempt = task_gauges.attempt
-    left join timer_events
-        on
-            task_gauges.job_id = timer_events.job_id
-            and task_gauges.vertex_id = timer_events.vertex_id
-            and task_gauges.subtask_index = timer_events.subtask_index
-            and task_gauges.attempt = timer_events.attempt
-            and task_gauges.gauge = timer_events.gauge
-            and timer_events.action in ('start', 'end')
-            and timer_events.seq > gaps_with_horizon.to_seq
-    group by
-        gaps_with_horizon.job_id,
-        gaps_with_horizon.vertex_id,
-        gaps_with_horizon.subtask_index,
-        gaps_with_horizon.attempt,
-        gaps_with_horizon.seq,
-        task_gauges.gauge
-
-),
-
-timer_ranges as (
-
-    -- Until the last gauge is back; at least through the last missing event, so the second
-    -- holding a gap is never shown as exact (and a clock read backwards cannot empty the range).
-    select
-        gaps_with_horizon.job_id,
-        gaps_with_horizon.vertex_id,
-        gaps_with_horizon.subtask_index,
-        gaps_with_horizon.attempt,
-        gaps_with_horizon.seq as from_seq,
-        gaps_with_horizon.ts_ms as not_exact_from_ms,
-        greatest(max(gauge_resyncs.resync_ms), gaps_with_horizon.to_ts_ms + 1) as not_exact_to_ms,
-        gaps_with_horizon.dropped
-    from gaps_with_horizon
-    inner join gauge_resyncs
-        on
-            gaps_with_horizon.job_id = gauge_resyncs.job_id
-            and gaps_with_horizon.vertex_id = gauge_resyncs.vertex_id
-            and gaps_with_horizon.subtask_index = gauge_resyncs.subtask_index
-            and gaps_with_horizon.attempt = gauge_resyncs.attempt
-            and gaps_with_horizon.seq = gauge_resyncs.seq
+            gaps_with_horizon.job_id = timer_events.job_id
+            and gaps_with_horizon.vertex_id = timer_events.vertex_id
+            and gaps_with_horizon.subtask_index = timer_events.subtask_index
+            and gaps_with_horizon.attempt = timer_events.attempt
     group by
         gaps_with_horizon.job_id,
         gaps_with_horizon.vertex_id,
@@ -160,7 +115,26 @@ timer_ranges as (
         gaps_with_horizon.seq,
         gaps_with_horizon.ts_ms,
         gaps_with_horizon.to_ts_ms,
-        gaps_with_horizon.dropped
+        gaps_with_horizon.dropped,
+        timer_events.gauge
+
+),
+
+timer_ranges as (
+
+    -- Until the last gauge is back; at least through the last missing event, so the second
+    -- holding a gap is never shown as exact (and a clock read backwards cannot empty the range).
+    select
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        seq as from_seq,
+        ts_ms as not_exact_from_ms,
+        greatest(max(resync_ms), to_ts_ms + 1) as not_exact_to_ms,
+        dropped
+    from gauge_resyncs
+    group by job_id, vertex_id, subtask_index, attempt, seq, ts_ms, to_ts_ms, dropped
 
 ),
 
