@@ -151,10 +151,13 @@ slot_seconds as (
             and subtask_seconds.subtask_index = window_tasks.subtask_index
             and subtask_seconds.attempt = window_tasks.attempt
             and subtask_seconds.second_start_ms >= window_tasks.window_from_update_ms - 5000
+    {% if is_incremental() -%}
+    -- Only the recent partitions (a build from scratch reads them all).
     where
         {{ tidemark_partitions_from(
             'subtask_seconds', '(select min(window_from_update_ms) from window_tasks) - 5000'
         ) }}
+    {%- endif %}
 
 ),
 
