@@ -75,6 +75,7 @@ def _tables(spark) -> set[str]:
 
 
 def not_built(missing: Sequence[str] = NEEDED) -> ReportError:
+    """The error of a lake without the marts ``missing`` (all of them by default)."""
     return ReportError(
         f"the marts are not built ({', '.join(missing)} missing in schema {SCHEMA}):"
         " run `dbt build` first"
