@@ -570,15 +570,7 @@ all_rounds as (
 
 task_gap_ranges as (
 
-    -- Each task's ranges where the capture lost timer events.
-    select
-        job_id,
-        vertex_id,
-        subtask_index,
-        attempt,
-        collect_list(struct(not_exact_from_ms, not_exact_to_ms)) as gaps
-    from gap_ranges
-    group by job_id, vertex_id, subtask_index, attempt
+    {{ tidemark_gaps_by_task('gap_ranges') }}
 
 ),
 
@@ -602,14 +594,9 @@ rounds_checked as (
         all_rounds.accumulated_busy_time_ms,
         all_rounds.round_source,
         -- Exact unless the round's window (T6) reaches into a range of lost timer events.
-        not coalesce(
-            exists(
-                task_gap_ranges.gaps,
-                gap -> gap.not_exact_from_ms <= all_rounds.update_ms
-                and gap.not_exact_to_ms > all_rounds.window_from_ms
-            ),
-            false
-        ) as is_exact,
+        {{ tidemark_is_exact(
+            'task_gap_ranges', 'all_rounds.window_from_ms', 'all_rounds.update_ms + 1'
+        ) }} as is_exact,
         all_rounds.published_idle_time_ms_per_second,
         all_rounds.published_soft_back_pressured_time_ms_per_second,
         all_rounds.published_hard_back_pressured_time_ms_per_second,

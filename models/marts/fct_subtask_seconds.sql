@@ -31,26 +31,12 @@ not_exact_ranges as (
 
 ),
 
-not_exact_seconds as (
+task_gap_ranges as (
 
-    -- Replayed seconds that overlap a range where the capture lost timer events
-    -- (int_capture_gaps_spanned). A gap landed after its seconds were published makes the plan
-    -- replay the task from before the gap (int_timer_tasks_planned), so they are recomputed here.
-    select distinct
-        replayed_seconds.job_id,
-        replayed_seconds.vertex_id,
-        replayed_seconds.subtask_index,
-        replayed_seconds.attempt,
-        replayed_seconds.second_start_ms
-    from replayed_seconds
-    inner join not_exact_ranges
-        on
-            replayed_seconds.job_id = not_exact_ranges.job_id
-            and replayed_seconds.vertex_id = not_exact_ranges.vertex_id
-            and replayed_seconds.subtask_index = not_exact_ranges.subtask_index
-            and replayed_seconds.attempt = not_exact_ranges.attempt
-            and replayed_seconds.second_start_ms < not_exact_ranges.not_exact_to_ms
-            and replayed_seconds.second_start_ms + 1000 > not_exact_ranges.not_exact_from_ms
+    -- Where the capture lost timer events (int_capture_gaps_spanned). A gap landed after its
+    -- seconds were published makes the plan replay the task from before the gap
+    -- (int_timer_tasks_planned), so they are recomputed here.
+    {{ tidemark_gaps_by_task('not_exact_ranges') }}
 
 ),
 
@@ -85,17 +71,20 @@ recomputed as (
         ) }} as backpressure_level,
         replayed_seconds.second_start_ms + 1000 <= replayed_seconds.horizon_ms as is_complete,
         -- Not exact where a capture gap leaves a gauge's state unknown (int_capture_gaps_spanned).
-        not_exact_seconds.second_start_ms is null as is_exact,
+        {{ tidemark_is_exact(
+            'task_gap_ranges',
+            'replayed_seconds.second_start_ms',
+            'replayed_seconds.second_start_ms + 1000'
+        ) }} as is_exact,
         replayed_seconds.hour_at,
         replayed_seconds.minute_slice
     from replayed_seconds
-    left join not_exact_seconds
+    left join task_gap_ranges
         on
-            replayed_seconds.job_id = not_exact_seconds.job_id
-            and replayed_seconds.vertex_id = not_exact_seconds.vertex_id
-            and replayed_seconds.subtask_index = not_exact_seconds.subtask_index
-            and replayed_seconds.attempt = not_exact_seconds.attempt
-            and replayed_seconds.second_start_ms = not_exact_seconds.second_start_ms
+            replayed_seconds.job_id = task_gap_ranges.job_id
+            and replayed_seconds.vertex_id = task_gap_ranges.vertex_id
+            and replayed_seconds.subtask_index = task_gap_ranges.subtask_index
+            and replayed_seconds.attempt = task_gap_ranges.attempt
 
 ),
 
