@@ -9,7 +9,7 @@
     so measurements never run backwards, never overlap within one gauge and never give negative
     milliseconds. When a task replays from an anchor, its clock starts from the anchor's clock.
 
-    Reads the bronze sources, only the files that can hold a replayed event, and repeats staging's one rule that matters here (`backpressured` is the soft gauge).
+    Reads the staged events, only from the bronze files that can hold a replayed event.
     Bronze holds each identity once (decision 0011). docs/decisions/0004-gauge-incremental.md.
 -#}
 {#- Every replayed event landed after the last checkpoint or has a ts_ms at or after the smallest
@@ -50,16 +50,16 @@ planned as (
 
 ),
 
-bronze_timer_events as (
+timer_events as (
 
-    select * from {{ source('bronze', 'timer_events') }}
+    select * from {{ ref('stg_bronze__timer_events') }}
     where {{ replayed.timer_events }}
 
 ),
 
-bronze_watermark_events as (
+watermark_events as (
 
-    select * from {{ source('bronze', 'watermark_events') }}
+    select * from {{ ref('stg_bronze__watermark_events') }}
     where {{ replayed.watermark_events }}
 
 ),
@@ -67,38 +67,33 @@ bronze_watermark_events as (
 task_events as (
 
     select
-        cast(job_id as string) as job_id,
-        cast(vertex_id as string) as vertex_id,
-        cast(subtask_index as int) as subtask_index,
-        cast(attempt as int) as attempt,
-        cast(seq as bigint) as seq,
-        cast(ts_ms as bigint) as ts_ms,
-        -- As stg_bronze__timer_events: Flink <= 1.14's `backpressured` is the soft gauge (M3).
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        seq,
+        ts_ms,
         -- An `update` (a view round, V3) changes no measurement: like a watermark event, it
         -- only moves the task's clock and horizon.
-        case
-            when action = 'update' then null
-            when timer = 'backpressured' then 'soft_backpressured'
-            else cast(timer as string)
-        end as gauge,
-        case when action != 'update' then action = 'start' end as is_start,
+        case when action != 'update' then gauge end as gauge,
+        is_start,
         0 as from_table
-    from bronze_timer_events
+    from timer_events
 
     union all
 
     -- Watermark events only move the task's clock and horizon (contract §4: all event types).
     select
-        cast(job_id as string) as job_id,
-        cast(vertex_id as string) as vertex_id,
-        cast(subtask_index as int) as subtask_index,
-        cast(attempt as int) as attempt,
-        cast(seq as bigint) as seq,
-        cast(ts_ms as bigint) as ts_ms,
+        job_id,
+        vertex_id,
+        subtask_index,
+        attempt,
+        seq,
+        ts_ms,
         cast(null as string) as gauge,
         cast(null as boolean) as is_start,
         1 as from_table
-    from bronze_watermark_events
+    from watermark_events
 
 ),
 

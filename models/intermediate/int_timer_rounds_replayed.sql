@@ -39,7 +39,7 @@ update_tasks as (
         vertex_id,
         subtask_index,
         attempt
-    from {{ source('bronze', 'timer_events') }}
+    from {{ ref('stg_bronze__timer_events') }}
     where action = 'update'
 
 ),
@@ -57,7 +57,7 @@ planned_with_updates as (
 
 ),
 
-bronze_timer_events as (
+staged_timer_events as (
 
     -- Every event of each task: a task here has an `update` among them (update_tasks).
     {{ tidemark_timer_events_of('planned_with_updates') }}
@@ -67,19 +67,19 @@ bronze_timer_events as (
 gauge_events as (
 
     select
-        bronze_timer_events.job_id,
-        bronze_timer_events.vertex_id,
-        bronze_timer_events.subtask_index,
-        bronze_timer_events.attempt,
-        bronze_timer_events.gauge,
-        bronze_timer_events.seq,
-        bronze_timer_events.ts_ms,
-        bronze_timer_events.action,
-        bronze_timer_events.published,
-        {{ tidemark_gauge_rules_by_job('bronze_timer_events.job_id', 'slots') }} as window_slots,
-        {{ tidemark_gauge_rules_by_job('bronze_timer_events.job_id', 'counts_from_start') }}
+        staged_timer_events.job_id,
+        staged_timer_events.vertex_id,
+        staged_timer_events.subtask_index,
+        staged_timer_events.attempt,
+        staged_timer_events.gauge,
+        staged_timer_events.seq,
+        staged_timer_events.ts_ms,
+        staged_timer_events.action,
+        staged_timer_events.published,
+        {{ tidemark_gauge_rules_by_job('staged_timer_events.job_id', 'slots') }} as window_slots,
+        {{ tidemark_gauge_rules_by_job('staged_timer_events.job_id', 'counts_from_start') }}
             as is_end_counted_from_start
-    from bronze_timer_events
+    from staged_timer_events
 
 ),
 

@@ -22,6 +22,8 @@
 {%- set is_incremental_plan = tidemark_gauge_is_incremental() -%}
 {%- set tasks_checkpoint = tidemark_model_relation('int_timer_tasks_checkpointed') -%}
 {%- set seconds_checkpoint = tidemark_model_relation('int_timer_seconds_checkpointed') -%}
+{#- Read by the incremental plan only; named here, where dbt sees it when it parses the model. -#}
+{%- set staged_gaps = ref('stg_bronze__capture_gaps') -%}
 {%- set lookback_ms = (var('gauge_replay_lookback_s', 3600) | int) * 1000 -%}
 {#- A task whose new events follow its old ones has its anchor a second or two before its previous
     horizon: the plan looks there first (the last minute of seconds), and in the whole lookback
@@ -93,7 +95,7 @@
 
 with
 
-bronze_timer_events as (
+timer_events as (
 
     select
         job_id,
@@ -103,11 +105,11 @@ bronze_timer_events as (
         seq,
         ts_ms,
         ingest_id
-    from {{ source('bronze', 'timer_events') }}
+    from {{ ref('stg_bronze__timer_events') }}
 
 ),
 
-bronze_watermark_events as (
+watermark_events as (
 
     select
         job_id,
@@ -117,7 +119,7 @@ bronze_watermark_events as (
         seq,
         ts_ms,
         ingest_id
-    from {{ source('bronze', 'watermark_events') }}
+    from {{ ref('stg_bronze__watermark_events') }}
 
 ),
 
@@ -151,7 +153,7 @@ new_gaps_by_task as (
         attempt,
         min(seq) as min_gap_seq,
         max(ingest_id) as max_gap_ingest_id
-    from {{ source('bronze', 'capture_gaps') }}
+    from {{ staged_gaps }}
     where {{ new_files['capture_gaps'] }} and ingest_id > {{ processed_ingest_id }}
     group by job_id, vertex_id, subtask_index, attempt
 
@@ -360,9 +362,9 @@ planned as (
 
 all_events as (
 
-    select * from bronze_timer_events
+    select * from timer_events
     union all
-    select * from bronze_watermark_events
+    select * from watermark_events
 
 ),
 

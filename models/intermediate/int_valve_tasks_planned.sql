@@ -41,7 +41,7 @@
 
 with
 
-bronze_watermark_events as (
+watermark_events as (
 
     select
         job_id,
@@ -52,7 +52,7 @@ bronze_watermark_events as (
         input_index,
         ingest_id,
         data_file
-    from {{ source('bronze', 'watermark_events') }}
+    from {{ ref('stg_bronze__watermark_events') }}
 
 ),
 
@@ -78,23 +78,23 @@ progress as (
 new_by_task as (
 
     select
-        bronze_watermark_events.job_id,
-        bronze_watermark_events.vertex_id,
-        bronze_watermark_events.subtask_index,
-        bronze_watermark_events.attempt,
-        min(bronze_watermark_events.seq) as min_new_seq,
-        collect_set(bronze_watermark_events.input_index) as new_inputs,
-        max(bronze_watermark_events.ingest_id) as max_new_ingest_id
-    from bronze_watermark_events
+        watermark_events.job_id,
+        watermark_events.vertex_id,
+        watermark_events.subtask_index,
+        watermark_events.attempt,
+        min(watermark_events.seq) as min_new_seq,
+        collect_set(watermark_events.input_index) as new_inputs,
+        max(watermark_events.ingest_id) as max_new_ingest_id
+    from watermark_events
     -- Compared with the progress as a column: the same generated code in every run.
     inner join progress
-        on bronze_watermark_events.ingest_id > progress.processed_ingest_id
+        on watermark_events.ingest_id > progress.processed_ingest_id
     where {{ new_files }}
     group by
-        bronze_watermark_events.job_id,
-        bronze_watermark_events.vertex_id,
-        bronze_watermark_events.subtask_index,
-        bronze_watermark_events.attempt
+        watermark_events.job_id,
+        watermark_events.vertex_id,
+        watermark_events.subtask_index,
+        watermark_events.attempt
 
 ),
 
@@ -205,7 +205,7 @@ new_by_task as (
         subtask_index,
         attempt,
         max(ingest_id) as max_new_ingest_id
-    from bronze_watermark_events
+    from watermark_events
     group by job_id, vertex_id, subtask_index, attempt
 
 ),

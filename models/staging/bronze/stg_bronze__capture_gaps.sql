@@ -20,7 +20,8 @@ final as (
         cast(dropped as bigint) as dropped,
         cast(reason as string) as reason,
         cast(ingest_id as bigint) as ingest_id,
-        cast(ingested_at as timestamp) as ingested_at
+        cast(ingested_at as timestamp) as ingested_at,
+        data_file
     from source
 
 )

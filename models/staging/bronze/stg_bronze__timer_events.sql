@@ -26,7 +26,8 @@ final as (
         case when action != 'update' then action = 'start' end as is_start,
         cast(published as bigint) as published,
         cast(ingest_id as bigint) as ingest_id,
-        cast(ingested_at as timestamp) as ingested_at
+        cast(ingested_at as timestamp) as ingested_at,
+        data_file
     from source
 
 )
