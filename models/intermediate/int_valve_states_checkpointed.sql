@@ -71,11 +71,7 @@ previous_checkpoints as (
         semantics,
         task_inputs,
         processed_ingest_id,
-        {#- A table from before later_from_ms: NULL, which bounds no read (the column is added
-            by this run, on_schema_change). #}
-        {{ 'later_from_ms' if this is string
-            or 'later_from_ms' in adapter.get_columns_in_relation(this) | map(attribute='name') | list
-            else 'cast(null as bigint) as later_from_ms' }}
+        later_from_ms
     from {{ this }}
     where job_id in (select new_checkpoints.job_id from new_checkpoints)
 

@@ -28,14 +28,11 @@
 {%- set semantics = var('valve_semantics', 'flink-1.13-2.0') -%}
 {%- if ns.is_incremental_run -%}
     {#- The newest bronze commit the checkpoints account for, read while compiling to choose the
-        bronze files that can hold newer rows (tidemark_bronze_reach). A checkpoint table from
-        before later_from_ms is read as if each had NULL there. -#}
+        bronze files that can hold newer rows (tidemark_bronze_reach). -#}
     {%- set progress = run_query(
         'select coalesce(max(processed_ingest_id), -1) from ' ~ checkpoints_relation
     ).rows[0][0] | int -%}
     {%- set new_files = tidemark_bronze_reach('watermark_events', progress) -%}
-    {%- set has_later_from = 'later_from_ms' in adapter.get_columns_in_relation(checkpoints_relation)
-        | map(attribute='name') | list -%}
 {%- endif %}
 -- noqa: enable=LT02
 
@@ -60,9 +57,7 @@ watermark_events as (
 
 checkpoints as (
 
-    select
-        *{{ '' if has_later_from else ', cast(null as bigint) as later_from_ms' }}
-    from {{ checkpoints_relation }}
+    select * from {{ checkpoints_relation }}
 
 ),
 

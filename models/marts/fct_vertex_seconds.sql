@@ -32,7 +32,7 @@ dirty_vertices as (
     select
         job_id,
         vertex_id,
-        min(replay_from_second_ms) as dirty_from_second_ms
+        min(replay_from_second_ms) as dirty_from_ms
     from planned
     where is_changed
     group by job_id, vertex_id
@@ -41,17 +41,7 @@ dirty_vertices as (
 
 vertex_subtask_seconds as (
 
-    select subtask_seconds.*
-    from subtask_seconds
-    left semi join dirty_vertices  -- noqa: AL04
-        on
-            subtask_seconds.job_id = dirty_vertices.job_id
-            and subtask_seconds.vertex_id = dirty_vertices.vertex_id
-            and subtask_seconds.second_start_ms >= dirty_vertices.dirty_from_second_ms
-    where
-        {{ tidemark_partitions_from(
-            'subtask_seconds', '(select min(dirty_from_second_ms) from dirty_vertices)'
-        ) }}
+    {{ tidemark_rows_of_dirty_vertices('subtask_seconds', 'second_start_ms') }}
 
 ),
 
@@ -167,10 +157,10 @@ final as (
 -- scratch reads all of fct_subtask_seconds, so it needs no full plan.
     {{ tidemark_incremental_tail(
         replaced='dirty_vertices',
-        since='kept.second_start_ms >= replaced.dirty_from_second_ms',
+        since='kept.second_start_ms >= replaced.dirty_from_ms',
         keys=['job_id', 'vertex_id'],
         plan=none,
-        replaced_from='min(dirty_from_second_ms)',
+        replaced_from='min(dirty_from_ms)',
     ) }}
 
 )

@@ -108,17 +108,7 @@ dirty_vertices as (
 
 vertex_task_samples as (
 
-    select task_samples.*
-    from task_samples
-    left semi join dirty_vertices  -- noqa: AL04
-        on
-            task_samples.job_id = dirty_vertices.job_id
-            and task_samples.vertex_id = dirty_vertices.vertex_id
-            and task_samples.sampling_start_ms >= dirty_vertices.dirty_from_ms
-    where
-        {{ tidemark_partitions_from(
-            'task_samples', '(select min(dirty_from_ms) from dirty_vertices)'
-        ) }}
+    {{ tidemark_rows_of_dirty_vertices('task_samples', 'sampling_start_ms') }}
 
 ),
 
