@@ -12,34 +12,9 @@
     Reads the staged events, only from the bronze files that can hold a replayed event.
     Bronze holds each identity once (decision 0011). docs/decisions/0004-gauge-incremental.md.
 -#}
-{#- Every replayed event landed after the last checkpoint or has a ts_ms at or after the smallest
-    one among the checkpointed events after the anchors. The two bounds are read from the plan
-    (built earlier in this run) while compiling, and choose the bronze files that can hold such
-    events (tidemark_bronze_reach); as scalar subqueries they were not pushed into the scans, and
-    every bronze event ever landed was read. The join with the plan below picks the events
-    exactly. In a unit test the plan is a fixture, so the bounds stay subqueries there. -#}
--- noqa: disable=LT02
-{%- set planned_relation = ref('int_timer_tasks_planned') -%}
-{%- if execute and model.resource_type != 'unit_test' -%}
-    {%- set bounds = run_query(
-        'select max(previous_processed_ingest_id), min(replay_min_ts_ms) from '
-        ~ planned_relation ~ ' where is_changed'
-    ).rows[0] -%}
-    {%- if bounds[1] is none -%}
-        {%- set replayed = {'timer_events': 'false', 'watermark_events': 'false'} -%}
-    {%- else -%}
-        {%- set replayed = {} -%}
-        {%- for table in ['timer_events', 'watermark_events'] -%}
-            {%- do replayed.update({table: tidemark_bronze_reach(table, bounds[0], bounds[1])}) -%}
-        {%- endfor -%}
-    {%- endif -%}
-{%- else -%}
-    {%- set of_plan = 'from ' ~ planned_relation ~ ' where is_changed' -%}
-    {%- set on_plan = 'ingest_id > (select max(previous_processed_ingest_id) ' ~ of_plan
-        ~ ') or ts_ms >= (select min(replay_min_ts_ms) ' ~ of_plan ~ ')' -%}
-    {%- set replayed = {'timer_events': on_plan, 'watermark_events': on_plan} -%}
-{%- endif %}
--- noqa: enable=LT02
+{#- The bronze files that can hold a replayed event, chosen from the plan while compiling
+    (tidemark_replay_reach); the join with the plan below picks the events exactly. -#}
+{%- set replayed = tidemark_replay_reach(ref('int_timer_tasks_planned')) %}
 
 with
 

@@ -12,35 +12,9 @@
 -#}
 {%- set semantics = var('valve_semantics', 'flink-1.13-2.0') -%}
 {%- set planned_relation = ref('int_valve_tasks_planned') -%}
-{%- set fed = namespace(bound=none, from_start=false) -%}
-{%- if execute and model.resource_type != 'unit_test' -%}
-    {#- Where the events fed can be in bronze, read from the plan while compiling. A task resumed
-        from a checkpoint is fed the events after it in seq order: each landed after the
-        checkpoint's run (ingest_id above its processed_ingest_id) or, landed by then, was fed by
-        that run after the checkpoint, so has a ts_ms at or after its later_from_ms. A new task's
-        events all landed after the progress. The files that can hold such events are read
-        (tidemark_bronze_reach); the join below picks the events exactly. Tasks with checkpoints
-        that replay from their first event read their whole history, in a branch of their own.
-        A full plan (progress -1), or a checkpoint from before later_from_ms, reads everything.
-        In a unit test the plan is a fixture and everything is read. -#}
-    {%- set reach = run_query(
-        'select max(previous_processed_ingest_id),'
-        ~ ' min(case when resumed_after_seq >= 0 then resumed_processed_ingest_id end),'
-        ~ ' min(case when resumed_after_seq >= 0 then resumed_later_from_ms end),'
-        ~ ' count_if(resumed_after_seq >= 0 and resumed_later_from_ms is null),'
-        ~ ' count_if(resumed_after_seq < 0 and has_checkpoints)'
-        ~ ' from ' ~ planned_relation
-    ).rows[0] -%}
-    {%- if reach[0] is none -%}
-        {%- set fed.bound = 'false' -%}  {#- no task to feed -#}
-    {%- elif (reach[0] | int) >= 0 and (reach[3] | int) == 0 -%}
-        {#- A checkpoint's processed_ingest_id is at most the progress; without resumed tasks,
-            only the new ones' events, landed after the progress. -#}
-        {%- set after_ingest_id = reach[0] if reach[1] is none else reach[1] -%}
-        {%- set fed.bound = tidemark_bronze_reach('watermark_events', after_ingest_id, reach[2]) -%}
-        {%- set fed.from_start = (reach[4] | int) > 0 -%}
-    {%- endif -%}
-{%- endif %}
+{#- Where the events fed can be in bronze, read from the plan while compiling
+    (tidemark_valve_feed_reach); the join below picks the events exactly. -#}
+{%- set fed = tidemark_valve_feed_reach(planned_relation) %}
 
 with
 
@@ -58,6 +32,7 @@ resume_points as (
 
 {%- set branches = ['bounded'] + (['from_start'] if fed.from_start else [])
     if fed.bound else ['all'] %}
+-- noqa: disable=LT02
 {%- for branch in branches %}
 
 {{ branch }}_fed_events as (
@@ -89,6 +64,7 @@ resume_points as (
 
 ),
 {%- endfor %}
+-- noqa: enable=LT02
 
 fed_events as (
 
