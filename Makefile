@@ -25,7 +25,7 @@ BENCH_SCALE_MINUTES ?= 12
 # names it alike, and writes it in the background when no demo has).
 JVM_ARCHIVE := $(CURDIR)/.cache/jvm/spark-$(shell { java -version 2>&1; grep '^pyspark==' constraints.txt; } | sha256sum | cut -c1-12).jsa
 
-.PHONY: help install demo test test-unit test-live test-live-all test-deep lint format bench clean
+.PHONY: help install chromium demo test test-unit test-live test-live-all test-deep lint format bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -57,7 +57,18 @@ demo: install $(DEMO_ARCHIVE)  ## write Spark's class archive, generate the back
 	@echo "--- the lake is at $(TIDEMARK_LAKE)"
 	$(BIN)/python -m tidemark.demo --report $(DEMO_REPORT)
 
-test: install capture  ## lint, then every test but the long ones (unit, Spark, end-to-end, capture jar); CI adds test-live and test-deep
+# The report's browser test loads the page in Debian's chromium, headless; a fresh machine lacks
+# it, so the tests install it where they can (root with apt-get), or say how.
+chromium:  ## install Debian's chromium (the report's browser test) when it is missing and apt-get can
+	@command -v chromium >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Debian's chromium for the report's browser test"; \
+	    apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	  else \
+	    echo "the report's browser test needs chromium: sudo apt-get install chromium"; exit 1; \
+	  fi; }
+
+test: install capture chromium  ## lint, then every test but the long ones (unit, Spark, end-to-end, capture jar); CI adds test-live and test-deep
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest -m "not deep and not live" -n 2

@@ -40,7 +40,7 @@ def chromium() -> str:
     if not found:
         pytest.fail(
             "the browser tests need Debian's chromium (apt-get install chromium);"
-            " .ci/run installs it",
+            " `make test` installs it where it can (make chromium)",
             pytrace=False,
         )
     return found
