@@ -29,9 +29,11 @@ printf '\nseeds:\n  dbt_project_evaluator:\n    dbt_project_evaluator_exceptions
 export TIDEMARK_LAKE="$work/lake" DBT_TARGET_PATH="$work/target" DBT_LOG_PATH="$work/logs"
 dbt="$root/.venv/bin/dbt"
 "$dbt" deps --quiet
-# tidemark's key tests: tidemark_unique_combination with tidemark_not_null on the same model.
+# tidemark's key tests: tidemark_unique_combination, or dbt's unique, with tidemark_not_null on
+# the same model.
 keys='[["dbt.test_unique", "dbt.test_not_null"], ["dbt_utils.test_unique_combination_of_columns"],
-  ["tidemark.test_tidemark_unique_combination", "tidemark.test_tidemark_not_null"]]'
+  ["tidemark.test_tidemark_unique_combination", "tidemark.test_tidemark_not_null"],
+  ["dbt.test_unique", "tidemark.test_tidemark_not_null"]]'
 "$dbt" build --select package:dbt_project_evaluator dbt_project_evaluator_exceptions \
   --vars "{primary_key_test_macros: $keys}" > "$work/build.log" 2>&1 || {
   tail -40 "$work/build.log"; echo "the evaluator's build failed: $work/build.log" >&2; exit 1; }
