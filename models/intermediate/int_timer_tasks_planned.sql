@@ -19,9 +19,9 @@
 -- noqa: disable=LT02
 {%- set landed_view = this.identifier ~ '__landed' -%}
 {{ config(post_hook='drop view if exists ' ~ landed_view) }}
-{%- set is_incremental_plan = tidemark_gauge_is_incremental() -%}
-{%- set tasks_checkpoint = tidemark_model_relation('int_timer_tasks_checkpointed') -%}
-{%- set seconds_checkpoint = tidemark_model_relation('int_timer_seconds_checkpointed') -%}
+{%- set tasks_checkpoint = source('previous_run', 'int_timer_tasks_checkpointed') -%}
+{%- set seconds_checkpoint = source('previous_run', 'int_timer_seconds_checkpointed') -%}
+{%- set is_incremental_plan = tidemark_resumes([tasks_checkpoint, seconds_checkpoint]) -%}
 {#- Read by the incremental plan only; named here, where dbt sees it when it parses the model. -#}
 {%- set staged_gaps = ref('stg_bronze__capture_gaps') -%}
 {%- set lookback_ms = (var('gauge_replay_lookback_s', 3600) | int) * 1000 -%}

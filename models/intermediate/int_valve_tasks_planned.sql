@@ -12,25 +12,14 @@
     build, --full-refresh, a watermark model missing): every task, from its first event.
 -#}
 -- noqa: disable=LT02
-{%- set checkpoints_relation = tidemark_model_relation('int_valve_states_checkpointed') -%}
-{%- set ns = namespace(
-    is_incremental_run=execute and not flags.FULL_REFRESH and checkpoints_relation is not none
-) -%}
-{%- set watermark_models = [
-    'fct_valve_emissions', 'fct_task_watermarks', 'fct_watermark_seconds',
-    'fct_vertex_watermark_seconds'
-] -%}
-{%- for model_name in watermark_models -%}
-    {%- if ns.is_incremental_run and tidemark_model_relation(model_name) is none -%}
-        {%- set ns.is_incremental_run = false -%}
-    {%- endif -%}
-{%- endfor -%}
+{%- set states_checkpoint = source('previous_run', 'int_valve_states_checkpointed') -%}
+{%- set is_incremental_plan = tidemark_resumes([states_checkpoint]) -%}
 {%- set semantics = var('valve_semantics', 'flink-1.13-2.0') -%}
-{%- if ns.is_incremental_run -%}
+{%- if is_incremental_plan -%}
     {#- The newest bronze commit the checkpoints account for, read while compiling to choose the
         bronze files that can hold newer rows (tidemark_bronze_reach). -#}
     {%- set progress = run_query(
-        'select coalesce(max(processed_ingest_id), -1) from ' ~ checkpoints_relation
+        'select coalesce(max(processed_ingest_id), -1) from ' ~ states_checkpoint
     ).rows[0][0] | int -%}
     {%- set new_files = tidemark_bronze_reach('watermark_events', progress) -%}
 {%- endif %}
@@ -53,11 +42,11 @@ watermark_events as (
 
 ),
 
-{% if ns.is_incremental_run %}
+{% if is_incremental_plan %}
 
 checkpoints as (
 
-    select * from {{ checkpoints_relation }}
+    select * from {{ states_checkpoint }}
 
 ),
 

@@ -8,14 +8,15 @@
 }}
 {#-
     The saved state of every task's valves and clock, a few checkpoints per task, from which the
-    next run resumes it (int_valve_tasks_planned reads this table without ref(), because it is
-    written after the marts: the commit point of a run). A run that dies before this model
-    leaves the previous checkpoints, so the next run recomputes the same work and the marts,
-    which replace what a recomputation covers, converge. See docs/decisions/0005-valve-incremental.md.
+    next run resumes it (int_valve_tasks_planned reads this table as
+    source('previous_run', ...)). Written after the marts, it is the commit point of a run: a run
+    that dies before this model leaves the previous checkpoints, so the next run recomputes the
+    same work and the marts, which replace what a recomputation covers, converge. See
+    docs/decisions/0005-valve-incremental.md.
 -#}
+-- After the watermark marts (fct_vertex_watermark_seconds follows fct_watermark_seconds, which
+-- follows fct_task_watermarks): dbt orders a model only by what it reads.
 -- depends_on: {{ ref('fct_valve_emissions') }}
--- depends_on: {{ ref('fct_task_watermarks') }}
--- depends_on: {{ ref('fct_watermark_seconds') }}
 -- depends_on: {{ ref('fct_vertex_watermark_seconds') }}
 
 with

@@ -5,7 +5,8 @@
         partition_by=['job_id', 'hour_at', 'minute_slice'],
     )
 }}
--- depends_on: {{ ref('fct_subtask_seconds') }}
+-- After the gauge marts (the two below follow fct_subtask_seconds, the legacy one follows
+-- int_backpressure_samples_counted): dbt orders a model only by what it reads.
 -- depends_on: {{ ref('fct_subtask_flink_gauges') }}
 -- depends_on: {{ ref('fct_vertex_seconds') }}
 -- depends_on: {{ ref('fct_vertex_sampled_backpressure') }}
