@@ -17,7 +17,7 @@
             ~ ' and num_samples <=> ' ~ sampling.num_samples
             ~ ' and delay_between_samples_ms <=> ' ~ sampling.delay_ms ~ ')' -%}
         {%- set found = run_query(columns ~ tidemark_partitions_from(
-            'existing', 'select min(replay_from_second_ms) from ' ~ ref('int_timer_tasks_planned')
+            'existing', 'select min(recompute_from_ms) from ' ~ ref('int_timer_tasks_planned')
         ) ~ ' limit 1') -%}
         {%- if found.rows | length == 0 -%}
             {%- set found = run_query(columns ~ differs ~ ' limit 1') -%}

@@ -8,7 +8,7 @@
     else. `keys` are the mart's key columns after the task's four, `time_column` the column of
     int_valve_outputs_computed that places a row in its partition, `where` the filter on
     int_valve_outputs_computed that gives the mart's rows, and `sources` maps a key to its
-    column there when the names differ. A stale row lies at or after its task's fed_from_ms (its
+    column there when the names differ. A stale row lies at or after its task's recompute_from_ms (its
     event was fed again), so only the partitions from the earliest of those are read.
 -#}
 {% macro tidemark_emptied_partitions(keys, time_column, where, sources={}) -%}
@@ -48,7 +48,7 @@
             existing.seq > runs.resumed_after_seq
             and {{ tidemark_partitions_from(
                 'existing',
-                '(select min(fed_from_ms) from ' ~ ref('int_valve_outputs_computed')
+                '(select min(recompute_from_ms) from ' ~ ref('int_valve_outputs_computed')
                 ~ " where row_kind = 'state')"
             ) }}
     {%- endset -%}

@@ -26,12 +26,12 @@
 {% macro tidemark_incremental_tail(
     recomputed='recomputed',
     replaced='planned',
-    since='replaced.is_changed and kept.second_start_ms >= replaced.replay_from_second_ms',
+    since='replaced.is_changed and kept.second_start_ms >= replaced.recompute_from_ms',
     keys=['job_id', 'vertex_id', 'subtask_index', 'attempt'],
     jobs=none,
     rewrite_replaced=false,
     plan='gauge',
-    replaced_from='min(replay_from_second_ms)'
+    replaced_from='min(recompute_from_ms)'
 ) -%}
 {%- if is_incremental() -%}
     {%- if this is string -%}

@@ -42,7 +42,7 @@ seconds_grid as (
         task_key,
         explode(
             sequence(
-                replay_from_second_ms,
+                recompute_from_ms,
                 {{ tidemark_floor_ms('horizon_ms', 1000) }},
                 cast(1000 as bigint)
             )

@@ -35,10 +35,7 @@
     {#- The newest bronze commit the checkpoints account for, read once while compiling: as a
         literal it reaches the bronze scans' filters, where a scalar subquery was planned again
         in every CTE that used it. -#}
-    {%- set progress = run_query(
-        'select coalesce(max(processed_ingest_id), -1) from ' ~ tasks_checkpoint
-    ) -%}
-    {%- set progress_id = progress.columns[0].values()[0] | int -%}
+    {%- set progress_id = tidemark_progress(tasks_checkpoint) -%}
     {%- set processed_ingest_id = 'cast(' ~ progress_id ~ ' as bigint)' -%}
     {#- The bronze files that can hold rows landed since (tidemark_bronze_reach), chosen once. -#}
     {%- set new_files = {} -%}
@@ -437,7 +434,7 @@ final as (
             when planned.replay_after_seq is null
                 then {{ tidemark_floor_ms('planned.first_ts_ms', 1000) }}
             else planned.anchor_next_second_ms
-        end as replay_from_second_ms,
+        end as recompute_from_ms,
         coalesce(planned.is_idle_open_at_anchor, false) as is_idle_open_at_anchor,
         coalesce(planned.is_soft_backpressured_open_at_anchor, false)
             as is_soft_backpressured_open_at_anchor,

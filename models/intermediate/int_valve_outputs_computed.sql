@@ -94,7 +94,7 @@ task_inputs as (
                 fed_inputs.inputs
             )
         ) as task_inputs,
-        fed_inputs.fed_from_ms
+        fed_inputs.recompute_from_ms
     from (
         select
             job_id,
@@ -102,7 +102,7 @@ task_inputs as (
             subtask_index,
             attempt,
             collect_set(input_index) as inputs,
-            min(ts_ms) as fed_from_ms
+            min(ts_ms) as recompute_from_ms
         from fed_events
         group by job_id, vertex_id, subtask_index, attempt
     ) as fed_inputs
@@ -181,7 +181,7 @@ final as (
         valve_outputs.resumed_after_seq,
         valve_outputs.state,
         task_inputs.task_inputs,
-        task_inputs.fed_from_ms,
+        task_inputs.recompute_from_ms,
         resume_points.resumed_first_ms,
         resume_points.resumed_effective_ms,
         resume_points.batch_id,

@@ -18,10 +18,8 @@
 {%- if is_incremental_plan -%}
     {#- The newest bronze commit the checkpoints account for, read while compiling to choose the
         bronze files that can hold newer rows (tidemark_bronze_reach). -#}
-    {%- set progress = run_query(
-        'select coalesce(max(processed_ingest_id), -1) from ' ~ states_checkpoint
-    ).rows[0][0] | int -%}
-    {%- set new_files = tidemark_bronze_reach('watermark_events', progress) -%}
+    {%- set progress_id = tidemark_progress(states_checkpoint) -%}
+    {%- set new_files = tidemark_bronze_reach('watermark_events', progress_id) -%}
 {%- endif %}
 -- noqa: enable=LT02
 

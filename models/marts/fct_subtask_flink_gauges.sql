@@ -82,11 +82,11 @@ tasks as (
                 then planned.first_ts_ms + pmod(-planned.first_ts_ms, 5000)
             else greatest(
                 planned.first_ts_ms + pmod(-planned.first_ts_ms, 5000),
-                {{ tidemark_floor_ms('planned.replay_from_second_ms', 5000) }} + 5000
+                {{ tidemark_floor_ms('planned.recompute_from_ms', 5000) }} + 5000
             )
-        end as dirty_from_update_ms
+        end as recompute_from_ms
         {%- else -%}
-        planned.first_ts_ms + pmod(-planned.first_ts_ms, 5000) as dirty_from_update_ms
+        planned.first_ts_ms + pmod(-planned.first_ts_ms, 5000) as recompute_from_ms
         {%- endif %}
     from planned
     left anti join captured_tasks
@@ -106,7 +106,7 @@ window_tasks as (
     -- The earliest round a recomputed round's window reaches back to.
     select
         tasks.*,
-        greatest(tasks.first_update_ms, tasks.dirty_from_update_ms - {{ (slots - 1) * 5000 }})
+        greatest(tasks.first_update_ms, tasks.recompute_from_ms - {{ (slots - 1) * 5000 }})
             as window_from_update_ms
     from tasks
 
@@ -121,7 +121,7 @@ rounds as (
         attempt,
         first_ts_ms,
         first_update_ms,
-        dirty_from_update_ms,
+        recompute_from_ms,
         is_busy_time_enabled,
         explode(
             sequence(window_from_update_ms, last_update_ms, cast(5000 as bigint))
@@ -187,7 +187,7 @@ round_slots as (
         rounds.update_ms,
         rounds.first_ts_ms,
         rounds.first_update_ms,
-        rounds.dirty_from_update_ms,
+        rounds.recompute_from_ms,
         rounds.is_busy_time_enabled,
         coalesce(slots.idle_ms, 0) as idle_ms,
         coalesce(slots.soft_backpressured_ms, 0) as soft_backpressured_ms,
@@ -222,10 +222,10 @@ previous_rounds as (  -- noqa: ST03
             and existing.vertex_id = tasks.vertex_id
             and existing.subtask_index = tasks.subtask_index
             and existing.attempt = tasks.attempt
-            and existing.update_ms = tasks.dirty_from_update_ms - 5000
+            and existing.update_ms = tasks.recompute_from_ms - 5000
     where
         {{ tidemark_partitions_from(
-            'existing', '(select min(dirty_from_update_ms) from tasks) - 5000'
+            'existing', '(select min(recompute_from_ms) from tasks) - 5000'
         ) }}
 
 ),
@@ -245,13 +245,13 @@ windowed as (
         sum(round_slots.hard_backpressured_ms) over ring as hard_backpressured_ring_ms,
         sum(
             case
-                when round_slots.update_ms >= round_slots.dirty_from_update_ms
+                when round_slots.update_ms >= round_slots.recompute_from_ms
                     then round_slots.idle_ms
             end
         ) over task_so_far as idle_recomputed_ms,
         sum(
             case
-                when round_slots.update_ms >= round_slots.dirty_from_update_ms
+                when round_slots.update_ms >= round_slots.recompute_from_ms
                     then round_slots.soft_backpressured_ms + round_slots.hard_backpressured_ms
             end
         ) over task_so_far as back_pressured_recomputed_ms
@@ -316,7 +316,7 @@ published as (
             and windowed.subtask_index = previous_rounds.subtask_index
             and windowed.attempt = previous_rounds.attempt
     {%- endif %}
-    where windowed.update_ms >= windowed.dirty_from_update_ms
+    where windowed.update_ms >= windowed.recompute_from_ms
 
 ),
 
@@ -620,7 +620,7 @@ replaced_tasks as (  -- noqa: ST03
         vertex_id,
         subtask_index,
         attempt,
-        dirty_from_update_ms
+        recompute_from_ms
     from tasks
     union all
     select
@@ -628,7 +628,7 @@ replaced_tasks as (  -- noqa: ST03
         vertex_id,
         subtask_index,
         attempt,
-        -9223372036854775807 as dirty_from_update_ms
+        -9223372036854775807 as recompute_from_ms
     from captured_tasks
 
 ),
@@ -639,8 +639,8 @@ final as (
 -- A build from scratch needs a plan that replays every task from its first event: a captured
 -- task that int_timer_rounds_replayed did not replay would get epoch rounds instead.
     {{ tidemark_incremental_tail(
-        'rounds_checked', 'replaced_tasks', 'kept.update_ms >= replaced.dirty_from_update_ms',
-        replaced_from='min(dirty_from_update_ms)',
+        'rounds_checked', 'replaced_tasks', 'kept.update_ms >= replaced.recompute_from_ms',
+        replaced_from='min(recompute_from_ms)',
     ) }}
 
 )

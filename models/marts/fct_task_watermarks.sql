@@ -20,7 +20,7 @@
     (docs/decisions/0005-valve-incremental.md).
 -#}
 
-{%- set tail_from = namespace(sql='min(replaced_from_ms)') %}
+{%- set tail_from = namespace(sql='min(recompute_from_ms)') %}
 with
 
 valve_outputs as (
@@ -64,7 +64,7 @@ runs as (
         attempt,
         resumed_after_seq,
         resumed_effective_ms,
-        fed_from_ms
+        recompute_from_ms
     from valve_outputs
     where row_kind = 'state'
 
@@ -94,8 +94,8 @@ existing as (
 {%- set near_from_ms = look_up.from_ms %}
 {#- The earliest time of a row the run writes or replaces: the seed, or an event fed. With no
     second look every seed lies in the near partitions. -#}
-{%- set tail_from.sql = 'least(min(fed_from_ms), ' ~ near_from_ms ~ ')' if not look_up.far
-    else 'min(replaced_from_ms)' %}
+{%- set tail_from.sql = 'least(min(valve_recompute_from_ms), ' ~ near_from_ms ~ ')' if not look_up.far
+    else 'min(recompute_from_ms)' %}
 {%- for look in (['near', 'far'] if look_up.far else ['near']) %}
 {%- set tasks = 'runs' if look == 'near' else 'far_runs' %}
 {%- set negated = 'not ' if look == 'far' else '' %}
@@ -231,9 +231,10 @@ cutoffs as (
         runs.subtask_index,
         runs.attempt,
         runs.resumed_after_seq,
-        runs.fed_from_ms,
+        -- The valve outputs' own: the earliest event fed.
+        runs.recompute_from_ms as valve_recompute_from_ms,
         -- The earliest time of a row the run writes or replaces: the seed, or an event fed.
-        least(seeds.valid_from_ms, runs.fed_from_ms) as replaced_from_ms,
+        least(seeds.valid_from_ms, runs.recompute_from_ms) as recompute_from_ms,
         seeds.seq as seed_seq,
         seeds.change_index as seed_change_index
     from runs

@@ -55,7 +55,7 @@ runs as (  -- noqa: ST03
         subtask_index,
         attempt,
         resumed_after_seq,
-        fed_from_ms
+        recompute_from_ms
     from valve_outputs
     where row_kind = 'state'
 
@@ -71,7 +71,7 @@ final as (
     {{ tidemark_incremental_tail(
         replaced='runs', since='kept.seq > replaced.resumed_after_seq',
         jobs='runs', rewrite_replaced=true, plan='valve',
-        replaced_from='min(fed_from_ms)',
+        replaced_from='min(recompute_from_ms)',
     ) }}
 
 )

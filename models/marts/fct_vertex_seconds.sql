@@ -32,7 +32,7 @@ dirty_vertices as (
     select
         job_id,
         vertex_id,
-        min(replay_from_second_ms) as dirty_from_ms
+        min(recompute_from_ms) as recompute_from_ms
     from planned
     where is_changed
     group by job_id, vertex_id
@@ -157,10 +157,10 @@ final as (
 -- scratch reads all of fct_subtask_seconds, so it needs no full plan.
     {{ tidemark_incremental_tail(
         replaced='dirty_vertices',
-        since='kept.second_start_ms >= replaced.dirty_from_ms',
+        since='kept.second_start_ms >= replaced.recompute_from_ms',
         keys=['job_id', 'vertex_id'],
         plan=none,
-        replaced_from='min(dirty_from_ms)',
+        replaced_from='min(recompute_from_ms)',
     ) }}
 
 )

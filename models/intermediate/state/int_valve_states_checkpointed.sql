@@ -46,7 +46,7 @@ new_checkpoints as (
         -- Where the events after the checkpoint that its run fed lie: none after the run's final
         -- state; at or after the smallest ts_ms the run fed, after one made along the way.
         case
-            when row_kind = 'state' then cast(9223372036854775807 as bigint) else fed_from_ms
+            when row_kind = 'state' then cast(9223372036854775807 as bigint) else recompute_from_ms
         end as later_from_ms
     from valve_outputs
     where row_kind in ('state', 'checkpoint')

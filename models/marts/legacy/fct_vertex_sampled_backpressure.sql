@@ -69,7 +69,7 @@ replayed_vertices as (
     select
         job_id,
         vertex_id,
-        {{ tidemark_floor_ms('replay_from_second_ms', sampling.refresh_ms) }} as dirty_from_ms
+        {{ tidemark_floor_ms('recompute_from_ms', sampling.refresh_ms) }} as recompute_from_ms
     from planned
     where is_changed
 
@@ -82,7 +82,7 @@ regraphed_vertices as (
     select
         planned.job_id,
         planned.vertex_id,
-        {{ min_long }} as dirty_from_ms
+        {{ min_long }} as recompute_from_ms
     from planned
     left semi join vertices
         on
@@ -96,7 +96,7 @@ dirty_vertices as (
     select
         job_id,
         vertex_id,
-        min(dirty_from_ms) as dirty_from_ms
+        min(recompute_from_ms) as recompute_from_ms
     from (
         select * from replayed_vertices
         union all
@@ -216,14 +216,14 @@ recomputed as (
 
 final as (
 
--- A dirty vertex's samplings from its dirty_from_ms are replaced; a build from scratch
+-- A dirty vertex's samplings from its recompute_from_ms are replaced; a build from scratch
 -- reads all of int_backpressure_samples_counted, so it needs no full plan.
     {{ tidemark_incremental_tail(
         replaced='dirty_vertices',
-        since='kept.sampling_start_ms >= replaced.dirty_from_ms',
+        since='kept.sampling_start_ms >= replaced.recompute_from_ms',
         keys=['job_id', 'vertex_id'],
         plan=none,
-        replaced_from='min(dirty_from_ms)',
+        replaced_from='min(recompute_from_ms)',
     ) }}
 
 )
