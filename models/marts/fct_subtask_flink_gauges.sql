@@ -331,25 +331,15 @@ recomputed as (
         idle_time_ms_per_second,
         soft_back_pressured_time_ms_per_second,
         hard_back_pressured_time_ms_per_second,
-        -- M3: soft + hard, not clamped (up to 2000).
-        soft_back_pressured_time_ms_per_second + hard_back_pressured_time_ms_per_second
-            as back_pressured_time_ms_per_second,
-        -- M4/M5: from the published values; NaN in Flink when busy time is disabled, NULL here.
-        case
-            when is_busy_time_enabled
-                then 1000D - least(
-                    idle_time_ms_per_second
-                    + soft_back_pressured_time_ms_per_second
-                    + hard_back_pressured_time_ms_per_second,
-                    1000
-                )
-        end as busy_time_ms_per_second,
-        -- B5/B6: what the back pressure REST handler derives from the published value.
-        (soft_back_pressured_time_ms_per_second + hard_back_pressured_time_ms_per_second) / 1000
-            as backpressure_ratio,
-        {{ tidemark_backpressure_level(
-            '(soft_back_pressured_time_ms_per_second + hard_back_pressured_time_ms_per_second) / 1000'
-        ) }} as backpressure_level,
+        -- From the published values.
+        {{ tidemark_gauge_figures(
+            'idle_time_ms_per_second',
+            'soft_back_pressured_time_ms_per_second',
+            'hard_back_pressured_time_ms_per_second',
+            'is_busy_time_enabled',
+            back_pressured='back_pressured_time_ms_per_second',
+            busy='busy_time_ms_per_second',
+        ) }},
         -- T9/M6: running sums since the task's first event, never windowed or clamped.
         accumulated_idle_time_ms,
         accumulated_back_pressured_time_ms,
@@ -506,27 +496,15 @@ captured as (
         carried_passes.idle_time_ms_per_second,
         carried_passes.soft_back_pressured_time_ms_per_second,
         carried_passes.hard_back_pressured_time_ms_per_second,
-        -- M3: soft + hard, not clamped; a gauge the task does not have counts 0 (Flink <= 1.14).
-        coalesce(carried_passes.soft_back_pressured_time_ms_per_second, 0)
-        + coalesce(carried_passes.hard_back_pressured_time_ms_per_second, 0)
-            as back_pressured_time_ms_per_second,
-        case
-            when coalesce(planned.is_busy_time_enabled, true)
-                then 1000D - least(
-                    coalesce(carried_passes.idle_time_ms_per_second, 0)
-                    + coalesce(carried_passes.soft_back_pressured_time_ms_per_second, 0)
-                    + coalesce(carried_passes.hard_back_pressured_time_ms_per_second, 0),
-                    1000
-                )
-        end as busy_time_ms_per_second,
-        (
-            coalesce(carried_passes.soft_back_pressured_time_ms_per_second, 0)
-            + coalesce(carried_passes.hard_back_pressured_time_ms_per_second, 0)
-        ) / 1000 as backpressure_ratio,
-        {{ tidemark_backpressure_level(
-            '(coalesce(carried_passes.soft_back_pressured_time_ms_per_second, 0)'
-            ~ ' + coalesce(carried_passes.hard_back_pressured_time_ms_per_second, 0)) / 1000'
-        ) }} as backpressure_level,
+        -- A gauge the task does not have counts 0 (Flink <= 1.14).
+        {{ tidemark_gauge_figures(
+            'coalesce(carried_passes.idle_time_ms_per_second, 0)',
+            'coalesce(carried_passes.soft_back_pressured_time_ms_per_second, 0)',
+            'coalesce(carried_passes.hard_back_pressured_time_ms_per_second, 0)',
+            'coalesce(planned.is_busy_time_enabled, true)',
+            back_pressured='back_pressured_time_ms_per_second',
+            busy='busy_time_ms_per_second',
+        ) }},
         carried_passes.accumulated_idle_ms as accumulated_idle_time_ms,
         coalesce(carried_passes.accumulated_soft_backpressured_ms, 0)
         + coalesce(carried_passes.accumulated_hard_backpressured_ms, 0)

@@ -51,24 +51,14 @@ recomputed as (
         replayed_seconds.idle_ms,
         replayed_seconds.soft_backpressured_ms,
         replayed_seconds.hard_backpressured_ms,
-        -- M3: soft + hard, not clamped.
-        replayed_seconds.soft_backpressured_ms + replayed_seconds.hard_backpressured_ms
-            as backpressured_ms,
-        -- M4/M5: NaN in Flink where busy time is disabled (legacy sources): NULL here.
-        case
-            when replayed_seconds.is_busy_time_enabled
-                then 1000D - least(
-                    replayed_seconds.idle_ms
-                    + replayed_seconds.soft_backpressured_ms
-                    + replayed_seconds.hard_backpressured_ms,
-                    1000
-                )
-        end as busy_ms,
-        (replayed_seconds.soft_backpressured_ms + replayed_seconds.hard_backpressured_ms) / 1000
-            as backpressure_ratio,
-        {{ tidemark_backpressure_level(
-            '(replayed_seconds.soft_backpressured_ms + replayed_seconds.hard_backpressured_ms) / 1000'
-        ) }} as backpressure_level,
+        {{ tidemark_gauge_figures(
+            'replayed_seconds.idle_ms',
+            'replayed_seconds.soft_backpressured_ms',
+            'replayed_seconds.hard_backpressured_ms',
+            'replayed_seconds.is_busy_time_enabled',
+            back_pressured='backpressured_ms',
+            busy='busy_ms',
+        ) }},
         replayed_seconds.second_start_ms + 1000 <= replayed_seconds.horizon_ms as is_complete,
         -- Not exact where a capture gap leaves a gauge's state unknown (int_capture_gaps_spanned).
         {{ tidemark_is_exact(
