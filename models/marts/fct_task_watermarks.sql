@@ -94,8 +94,8 @@ existing as (
 {%- set near_from_ms = look_up.from_ms %}
 {#- The earliest time of a row the run writes or replaces: the seed, or an event fed. With no
     second look every seed lies in the near partitions. -#}
-{%- set tail_from.sql = 'least(min(valve_recompute_from_ms), ' ~ near_from_ms ~ ')' if not look_up.far
-    else 'min(recompute_from_ms)' %}
+{%- set tail_from.sql = 'least(min(valve_recompute_from_ms), ' ~ near_from_ms ~ ')'
+    if not look_up.far else 'min(recompute_from_ms)' %}
 {%- for look in (['near', 'far'] if look_up.far else ['near']) %}
 {%- set tasks = 'runs' if look == 'near' else 'far_runs' %}
 {%- set negated = 'not ' if look == 'far' else '' %}
