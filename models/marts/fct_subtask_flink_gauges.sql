@@ -47,6 +47,12 @@ gap_ranges as (
 
 ),
 
+captured_rounds as (
+
+    select * from {{ ref('int_timer_passes_carried') }}
+
+),
+
 captured_tasks as (
 
     select distinct
@@ -365,184 +371,11 @@ recomputed as (
 
 ),
 
-gauge_rounds_in_passes as (
-
-    select
-        gauge_rounds.*,
-        -- A new view updater pass: the task's first update, or 2.5 s or more after the previous.
-        sum(
-            case when gauge_rounds.gap_ms is null or gauge_rounds.gap_ms >= 2500 then 1 else 0 end
-        ) over (
-            partition by
-                gauge_rounds.job_id,
-                gauge_rounds.vertex_id,
-                gauge_rounds.subtask_index,
-                gauge_rounds.attempt
-            order by gauge_rounds.update_ms, gauge_rounds.update_seq
-            rows between unbounded preceding and current row
-        ) as pass_no
-    from (
-        select
-            gauge_rounds.*,
-            gauge_rounds.update_ms - lag(gauge_rounds.update_ms) over (
-                partition by
-                    gauge_rounds.job_id,
-                    gauge_rounds.vertex_id,
-                    gauge_rounds.subtask_index,
-                    gauge_rounds.attempt
-                order by gauge_rounds.update_ms, gauge_rounds.update_seq
-            ) as gap_ms
-        from gauge_rounds
-    ) as gauge_rounds
-
-),
-
-captured_passes as (
-
-    select
-        gauge_rounds_in_passes.job_id,
-        gauge_rounds_in_passes.vertex_id,
-        gauge_rounds_in_passes.subtask_index,
-        gauge_rounds_in_passes.attempt,
-        gauge_rounds_in_passes.pass_no,
-        max(gauge_rounds_in_passes.update_ms) as update_ms,
-        {%- for gauge, column in [
-            ('idle', 'idle_time_ms_per_second'),
-            ('soft_backpressured', 'soft_back_pressured_time_ms_per_second'),
-            ('hard_backpressured', 'hard_back_pressured_time_ms_per_second'),
-        ] %}
-        max(
-            case
-                when
-                    gauge_rounds_in_passes.gauge = '{{ gauge }}'
-                    then gauge_rounds_in_passes.value_ms_per_second
-            end
-        ) as {{ column }},
-        max(
-            case
-                when
-                    gauge_rounds_in_passes.gauge = '{{ gauge }}'
-                    then gauge_rounds_in_passes.published
-            end
-        ) as published_{{ column }},
-        max(
-            case
-                when
-                    gauge_rounds_in_passes.gauge = '{{ gauge }}'
-                    then gauge_rounds_in_passes.accumulated_ms
-            end
-        ) as accumulated_{{ gauge }}_ms,
-        {%- endfor %}
-        -- The earliest time any slot in this round's window covers (T6): is_exact looks there.
-        min(gauge_rounds_in_passes.window_from_ms) as window_from_ms
-    from (
-        select
-            *,
-            coalesce(
-                lag(update_ms, {{ slots }}) over (
-                    partition by job_id, vertex_id, subtask_index, attempt, gauge
-                    order by round_no
-                ),
-                -9223372036854775807
-            ) as window_from_ms
-        from gauge_rounds_in_passes
-    ) as gauge_rounds_in_passes
-    group by
-        gauge_rounds_in_passes.job_id,
-        gauge_rounds_in_passes.vertex_id,
-        gauge_rounds_in_passes.subtask_index,
-        gauge_rounds_in_passes.attempt,
-        gauge_rounds_in_passes.pass_no
-
-),
-
-carried_passes as (
-
-    -- A gauge not updated in a pass (a task closing mid-pass) still shows its last value, and
-    -- 0 before its first update (T7, T9).
-    select
-        job_id,
-        vertex_id,
-        subtask_index,
-        attempt,
-        pass_no,
-        update_ms,
-        {%- for column in ['idle_time_ms_per_second', 'soft_back_pressured_time_ms_per_second',
-            'hard_back_pressured_time_ms_per_second', 'accumulated_idle_ms',
-            'accumulated_soft_backpressured_ms', 'accumulated_hard_backpressured_ms'] %}
-        coalesce(last_value({{ column }}, true) over task_so_far, 0) as {{ column }},
-        {%- endfor %}
-        published_idle_time_ms_per_second,
-        published_soft_back_pressured_time_ms_per_second,
-        published_hard_back_pressured_time_ms_per_second,
-        window_from_ms
-    from captured_passes
-    window task_so_far as (
-        partition by job_id, vertex_id, subtask_index, attempt
-        order by pass_no
-        rows between unbounded preceding and current row
-    )
-
-),
-
-captured as (
-
-    select
-        carried_passes.job_id,
-        carried_passes.vertex_id,
-        carried_passes.subtask_index,
-        carried_passes.attempt,
-        carried_passes.update_ms,
-        carried_passes.idle_time_ms_per_second,
-        carried_passes.soft_back_pressured_time_ms_per_second,
-        carried_passes.hard_back_pressured_time_ms_per_second,
-        -- A gauge the task does not have counts 0 (Flink <= 1.14).
-        {{ tidemark_gauge_figures(
-            'coalesce(carried_passes.idle_time_ms_per_second, 0)',
-            'coalesce(carried_passes.soft_back_pressured_time_ms_per_second, 0)',
-            'coalesce(carried_passes.hard_back_pressured_time_ms_per_second, 0)',
-            'coalesce(planned.is_busy_time_enabled, true)',
-            back_pressured='back_pressured_time_ms_per_second',
-            busy='busy_time_ms_per_second',
-        ) }},
-        carried_passes.accumulated_idle_ms as accumulated_idle_time_ms,
-        coalesce(carried_passes.accumulated_soft_backpressured_ms, 0)
-        + coalesce(carried_passes.accumulated_hard_backpressured_ms, 0)
-            as accumulated_back_pressured_time_ms,
-        case
-            when coalesce(planned.is_busy_time_enabled, true)
-                then cast(
-                    greatest(
-                        carried_passes.update_ms - planned.first_ts_ms
-                        - coalesce(carried_passes.accumulated_idle_ms, 0)
-                        - coalesce(carried_passes.accumulated_soft_backpressured_ms, 0)
-                        - coalesce(carried_passes.accumulated_hard_backpressured_ms, 0),
-                        0
-                    ) as double
-                )
-        end as accumulated_busy_time_ms,
-        'captured' as round_source,
-        carried_passes.published_idle_time_ms_per_second,
-        carried_passes.published_soft_back_pressured_time_ms_per_second,
-        carried_passes.published_hard_back_pressured_time_ms_per_second,
-        carried_passes.window_from_ms,
-        {{ tidemark_hour_at('carried_passes.update_ms') }} as hour_at,
-        {{ tidemark_minute_slice('carried_passes.update_ms') }} as minute_slice
-    from carried_passes
-    left join planned
-        on
-            carried_passes.job_id = planned.job_id
-            and carried_passes.vertex_id = planned.vertex_id
-            and carried_passes.subtask_index = planned.subtask_index
-            and carried_passes.attempt = planned.attempt
-
-),
-
 all_rounds as (
 
     select * from recomputed
     union all
-    select * from captured
+    select * from captured_rounds
 
 ),
 
