@@ -35,12 +35,6 @@ planned as (
 
 ),
 
-gauge_rounds as (
-
-    select * from {{ ref('int_timer_rounds_replayed') }}
-
-),
-
 gap_ranges as (
 
     select * from {{ ref('int_capture_gaps_spanned') }}
@@ -55,12 +49,13 @@ captured_rounds as (
 
 captured_tasks as (
 
+    -- Tasks with captured rounds: a few per job, so reading their passes twice costs little.
     select distinct
         job_id,
         vertex_id,
         subtask_index,
         attempt
-    from gauge_rounds
+    from captured_rounds
 
 ),
 
