@@ -2,9 +2,10 @@
     on-run-start: brings the lake an earlier release or a person left to what this release reads,
     before any model reads it, so that no model asks the warehouse about it while compiling.
 
-    - A checkpoint vouches for marts (decision 0004, 0005): where one of them is missing (a release
-      that adds a mart, a mart dropped by hand), the checkpoint is dropped, and the plan replays
-      every task from its first event, rebuilding every mart it feeds.
+    - A checkpoint vouches for every table the run built before it, its ancestors in dbt's lineage
+      (the marts through its `-- depends_on:` lines; decision 0004, 0005): where one of them is
+      missing (a release that adds a mart, a mart dropped by hand), the checkpoint is dropped, and
+      the plan replays every task from its first event, rebuilding every mart it feeds.
     - int_valve_states_checkpointed gained `later_from_ms` on 2026-11-26 (CHANGELOG.md,
       "Migration"); checkpoints kept from before hold NULL there, which bounds no read (0005).
 
@@ -14,27 +15,17 @@
     {%- if not execute -%}
         {{- return('select 1') -}}
     {%- endif -%}
-    {%- set vouched = {
-        'int_timer_tasks_checkpointed': [
-            'fct_subtask_seconds', 'fct_subtask_flink_gauges', 'fct_vertex_seconds',
-            'int_backpressure_samples_counted', 'fct_vertex_sampled_backpressure',
-        ],
-        'int_valve_states_checkpointed': [
-            'fct_valve_emissions', 'fct_task_watermarks', 'fct_watermark_seconds',
-            'fct_vertex_watermark_seconds',
-        ],
-    } -%}
-    {%- for checkpoint_name, marts in vouched.items() -%}
+    {%- for checkpoint_name in ['int_timer_tasks_checkpointed', 'int_valve_states_checkpointed'] -%}
         {%- set checkpoint = load_relation(source('previous_run', checkpoint_name)) -%}
-        {%- if checkpoint is not none -%}
-            {%- for mart in marts if tidemark_model_relation(mart) is none -%}
-                {%- if loop.first -%}
-                    {{- log('tidemark: ' ~ mart ~ ' is missing, so ' ~ checkpoint
-                        ~ ' vouches for nothing: dropped, the next plan replays every task', info=true) -}}
-                    {%- do adapter.drop_relation(checkpoint) -%}
-                {%- endif -%}
-            {%- endfor -%}
-        {%- endif -%}
+        {%- set vouched = tidemark_persisted_ancestors('model.' ~ project_name ~ '.' ~ checkpoint_name)
+            if checkpoint is not none else [] -%}
+        {%- for model_name in vouched if tidemark_model_relation(model_name) is none -%}
+            {%- if loop.first -%}
+                {{- log('tidemark: ' ~ model_name ~ ' is missing, so ' ~ checkpoint
+                    ~ ' vouches for nothing: dropped, the next plan replays every task', info=true) -}}
+                {%- do adapter.drop_relation(checkpoint) -%}
+            {%- endif -%}
+        {%- endfor -%}
     {%- endfor -%}
     {%- set valve_checkpoints = load_relation(source('previous_run', 'int_valve_states_checkpointed')) -%}
     {%- if valve_checkpoints is not none and 'later_from_ms' not in (
@@ -44,4 +35,27 @@
     {%- else -%}
         select 1
     {%- endif -%}
+{%- endmacro %}
+
+{#- The names of the tables and incremental models upstream of model `unique_id` in dbt's lineage
+    (refs and `-- depends_on:` lines), itself excluded. -#}
+{% macro tidemark_persisted_ancestors(unique_id) -%}
+    {%- set ns = namespace(frontier=[unique_id], found=[]) -%}
+    {%- for _ in range(100) if ns.frontier -%}
+        {%- set parents = [] -%}
+        {%- for node_id in ns.frontier -%}
+            {%- for parent in graph.nodes[node_id].depends_on.nodes
+                if parent.startswith('model.') and parent not in ns.found -%}
+                {%- do ns.found.append(parent) -%}
+                {%- do parents.append(parent) -%}
+            {%- endfor -%}
+        {%- endfor -%}
+        {%- set ns.frontier = parents -%}
+    {%- endfor -%}
+    {%- set names = [] -%}
+    {%- for node_id in ns.found
+        if graph.nodes[node_id].config.materialized in ['table', 'incremental'] -%}
+        {%- do names.append(graph.nodes[node_id].name) -%}
+    {%- endfor -%}
+    {{- return(names | sort) -}}
 {%- endmacro %}
