@@ -9,7 +9,8 @@
     Contract §4: what Flink's own task gauges would have published at each view update round.
 
     Captured rounds (round_source = 'captured'): a task with `update` records takes its rounds
-    from them, replayed gauge by gauge in int_timer_rounds_replayed. One view updater pass (V2,
+    from them, replayed gauge by gauge in int_timer_rounds_replayed and grouped into passes in
+    int_timer_passes_carried. One view updater pass (V2,
     V3) updates the task's gauges within moments of each other, passes at least 5 s apart, so a
     round is a run of the task's updates in time order with less than 2.5 s between neighbours
     (time, not seq: the capture writes an update of a gauge that was not measuring when it
