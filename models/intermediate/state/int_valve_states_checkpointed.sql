@@ -137,22 +137,8 @@ final as (
 
     -- The 60 newest usable checkpoints per task (10 minutes of its time at one per 10 s): a
     -- late event older than all of them replays its task from its first event, which is exact,
-    -- only slower.
-    select
-        vertex_id,
-        subtask_index,
-        attempt,
-        batch_id,
-        seq,
-        first_ms,
-        effective_ms,
-        resumed_after_seq,
-        state,
-        semantics,
-        task_inputs,
-        processed_ingest_id,
-        later_from_ms,
-        job_id
+    -- only slower. The columns of previous_checkpoints: a build writes them by name.
+    select * except (superseded_after_seq, recency)
     from recent
     where recency <= 60
 
