@@ -36,6 +36,12 @@ planned as (
 
 ),
 
+gauge_rounds as (
+
+    select * from {{ ref('int_timer_rounds_replayed') }}
+
+),
+
 gap_ranges as (
 
     select * from {{ ref('int_capture_gaps_spanned') }}
@@ -50,13 +56,12 @@ captured_rounds as (
 
 captured_tasks as (
 
-    -- Tasks with captured rounds: a few per job, so reading their passes twice costs little.
     select distinct
         job_id,
         vertex_id,
         subtask_index,
         attempt
-    from captured_rounds
+    from gauge_rounds
 
 ),
 
