@@ -19,9 +19,10 @@
         {%- set checkpoint = load_relation(source('previous_run', checkpoint_name)) -%}
         {%- set vouched = tidemark_persisted_ancestors('model.' ~ project_name ~ '.' ~ checkpoint_name)
             if checkpoint is not none else [] -%}
-        {%- for model_name in vouched if tidemark_model_relation(model_name) is none -%}
+        {%- for node in vouched
+            if adapter.get_relation(node.database, node.schema, node.alias) is none -%}
             {%- if loop.first -%}
-                {{- log('tidemark: ' ~ model_name ~ ' is missing, so ' ~ checkpoint
+                {{- log('tidemark: ' ~ node.name ~ ' is missing, so ' ~ checkpoint
                     ~ ' vouches for nothing: dropped, the next plan replays every task', info=true) -}}
                 {%- do adapter.drop_relation(checkpoint) -%}
             {%- endif -%}
@@ -37,8 +38,8 @@
     {%- endif -%}
 {%- endmacro %}
 
-{#- The names of the tables and incremental models upstream of model `unique_id` in dbt's lineage
-    (refs and `-- depends_on:` lines), itself excluded. -#}
+{#- The nodes of the tables and incremental models upstream of model `unique_id` in dbt's lineage
+    (refs and `-- depends_on:` lines), itself excluded, by name. -#}
 {% macro tidemark_persisted_ancestors(unique_id) -%}
     {%- set ns = namespace(frontier=[unique_id], found=[]) -%}
     {%- for _ in range(100) if ns.frontier -%}
@@ -52,10 +53,10 @@
         {%- endfor -%}
         {%- set ns.frontier = parents -%}
     {%- endfor -%}
-    {%- set names = [] -%}
-    {%- for node_id in ns.found
+    {%- set nodes = [] -%}
+    {%- for node_id in ns.found | sort
         if graph.nodes[node_id].config.materialized in ['table', 'incremental'] -%}
-        {%- do names.append(graph.nodes[node_id].name) -%}
+        {%- do nodes.append(graph.nodes[node_id]) -%}
     {%- endfor -%}
-    {{- return(names | sort) -}}
+    {{- return(nodes) -}}
 {%- endmacro %}
