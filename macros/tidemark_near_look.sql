@@ -11,14 +11,10 @@
     `runs` that need the second look: the same question, asked in the run.
 -#}
 {% macro tidemark_near_look(runs_sql, near_from, relation, found, candidate) -%}
-    {%- set conditions = [] -%}
-    {%- for key in ['job_id', 'vertex_id', 'subtask_index', 'attempt'] -%}
-        {%- do conditions.append('t.' ~ key ~ ' = runs.' ~ key) -%}
-    {%- endfor -%}
     {%- set unfound -%}
         select runs.* from runs
         left anti join {{ relation }} as t
-            on {{ conditions | join(' and ') }} and {{ found }}
+            on {{ tidemark_same_task('t', 'runs') }} and {{ found }}
             and {{ tidemark_partitions_from('t', 'select ' ~ near_from ~ ' from runs') }}
         where {{ candidate }}
     {%- endset -%}

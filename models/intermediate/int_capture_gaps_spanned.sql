@@ -71,10 +71,7 @@ gaps_with_horizon as (
     from gaps
     left join planned
         on
-            gaps.job_id = planned.job_id
-            and gaps.vertex_id = planned.vertex_id
-            and gaps.subtask_index = planned.subtask_index
-            and gaps.attempt = planned.attempt
+            {{ tidemark_same_task('gaps', 'planned') }}
 
 ),
 
@@ -103,10 +100,7 @@ gauge_resyncs as (
     from gaps_with_horizon
     inner join timer_events
         on
-            gaps_with_horizon.job_id = timer_events.job_id
-            and gaps_with_horizon.vertex_id = timer_events.vertex_id
-            and gaps_with_horizon.subtask_index = timer_events.subtask_index
-            and gaps_with_horizon.attempt = timer_events.attempt
+            {{ tidemark_same_task('gaps_with_horizon', 'timer_events') }}
     group by
         gaps_with_horizon.job_id,
         gaps_with_horizon.vertex_id,

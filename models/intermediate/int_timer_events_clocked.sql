@@ -87,10 +87,7 @@ replayed_events as (
     from task_events
     inner join planned
         on
-            task_events.job_id = planned.job_id
-            and task_events.vertex_id = planned.vertex_id
-            and task_events.subtask_index = planned.subtask_index
-            and task_events.attempt = planned.attempt
+            {{ tidemark_same_task('task_events', 'planned') }}
             and task_events.seq > coalesce(planned.replay_after_seq, -1)
 
 ),

@@ -191,10 +191,7 @@ captured as (
     from carried_passes
     left join planned
         on
-            carried_passes.job_id = planned.job_id
-            and carried_passes.vertex_id = planned.vertex_id
-            and carried_passes.subtask_index = planned.subtask_index
-            and carried_passes.attempt = planned.attempt
+            {{ tidemark_same_task('carried_passes', 'planned') }}
 
 ),
 

@@ -50,10 +50,7 @@ planned_with_updates as (
     from planned
     left semi join update_tasks
         on
-            planned.job_id = update_tasks.job_id
-            and planned.vertex_id = update_tasks.vertex_id
-            and planned.subtask_index = update_tasks.subtask_index
-            and planned.attempt = update_tasks.attempt
+            {{ tidemark_same_task('planned', 'update_tasks') }}
 
 ),
 

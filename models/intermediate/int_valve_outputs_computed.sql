@@ -49,10 +49,7 @@ resume_points as (
         else 'valve_inputs' }} as valve_inputs
     inner join resume_points
         on
-            valve_inputs.job_id = resume_points.job_id
-            and valve_inputs.vertex_id = resume_points.vertex_id
-            and valve_inputs.subtask_index = resume_points.subtask_index
-            and valve_inputs.attempt = resume_points.attempt
+            {{ tidemark_same_task('valve_inputs', 'resume_points') }}
     where
         valve_inputs.seq > resume_points.resumed_after_seq
     {%- if branch == 'bounded' %}
@@ -108,10 +105,7 @@ task_inputs as (
     ) as fed_inputs
     inner join resume_points
         on
-            fed_inputs.job_id = resume_points.job_id
-            and fed_inputs.vertex_id = resume_points.vertex_id
-            and fed_inputs.subtask_index = resume_points.subtask_index
-            and fed_inputs.attempt = resume_points.attempt
+            {{ tidemark_same_task('fed_inputs', 'resume_points') }}
 
 ),
 
@@ -129,10 +123,7 @@ valve_tasks as (
     from resume_points
     inner join task_inputs
         on
-            resume_points.job_id = task_inputs.job_id
-            and resume_points.vertex_id = task_inputs.vertex_id
-            and resume_points.subtask_index = task_inputs.subtask_index
-            and resume_points.attempt = task_inputs.attempt
+            {{ tidemark_same_task('resume_points', 'task_inputs') }}
 
 ),
 
@@ -189,16 +180,10 @@ final as (
     from valve_outputs
     inner join task_inputs
         on
-            valve_outputs.job_id = task_inputs.job_id
-            and valve_outputs.vertex_id = task_inputs.vertex_id
-            and valve_outputs.subtask_index = task_inputs.subtask_index
-            and valve_outputs.attempt = task_inputs.attempt
+            {{ tidemark_same_task('valve_outputs', 'task_inputs') }}
     inner join resume_points
         on
-            valve_outputs.job_id = resume_points.job_id
-            and valve_outputs.vertex_id = resume_points.vertex_id
-            and valve_outputs.subtask_index = resume_points.subtask_index
-            and valve_outputs.attempt = resume_points.attempt
+            {{ tidemark_same_task('valve_outputs', 'resume_points') }}
 
 )
 

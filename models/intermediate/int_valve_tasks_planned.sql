@@ -117,10 +117,7 @@ tasks_to_run as (
     from new_by_task
     full outer join latest_checkpoints
         on
-            new_by_task.job_id = latest_checkpoints.job_id
-            and new_by_task.vertex_id = latest_checkpoints.vertex_id
-            and new_by_task.subtask_index = latest_checkpoints.subtask_index
-            and new_by_task.attempt = latest_checkpoints.attempt
+            {{ tidemark_same_task('new_by_task', 'latest_checkpoints') }}
     where
         new_by_task.job_id is not null
         or latest_checkpoints.semantics != '{{ semantics }}'
@@ -151,10 +148,7 @@ resume_points as (
     from tasks_to_run
     left join checkpoints
         on
-            tasks_to_run.job_id = checkpoints.job_id
-            and tasks_to_run.vertex_id = checkpoints.vertex_id
-            and tasks_to_run.subtask_index = checkpoints.subtask_index
-            and tasks_to_run.attempt = checkpoints.attempt
+            {{ tidemark_same_task('tasks_to_run', 'checkpoints') }}
             and checkpoints.seq < tasks_to_run.min_new_seq
             and checkpoints.semantics = '{{ semantics }}'
             and size(array_except(tasks_to_run.new_inputs, checkpoints.task_inputs)) = 0

@@ -98,10 +98,7 @@ tasks as (
     from planned
     left anti join captured_tasks
         on
-            planned.job_id = captured_tasks.job_id
-            and planned.vertex_id = captured_tasks.vertex_id
-            and planned.subtask_index = captured_tasks.subtask_index
-            and planned.attempt = captured_tasks.attempt
+            {{ tidemark_same_task('planned', 'captured_tasks') }}
     {% if is_incremental() -%}
     where planned.is_changed
     {%- endif %}
@@ -153,10 +150,7 @@ slot_seconds as (
     from subtask_seconds
     left semi join window_tasks  -- noqa: AL04
         on
-            subtask_seconds.job_id = window_tasks.job_id
-            and subtask_seconds.vertex_id = window_tasks.vertex_id
-            and subtask_seconds.subtask_index = window_tasks.subtask_index
-            and subtask_seconds.attempt = window_tasks.attempt
+            {{ tidemark_same_task('subtask_seconds', 'window_tasks') }}
             and subtask_seconds.second_start_ms >= window_tasks.window_from_update_ms - 5000
     {% if is_incremental() -%}
     -- Only the recent partitions (a build from scratch reads them all).
@@ -202,10 +196,7 @@ round_slots as (
     from rounds
     left join slots
         on
-            rounds.job_id = slots.job_id
-            and rounds.vertex_id = slots.vertex_id
-            and rounds.subtask_index = slots.subtask_index
-            and rounds.attempt = slots.attempt
+            {{ tidemark_same_task('rounds', 'slots') }}
             and rounds.update_ms = slots.update_ms
 
 ),
@@ -225,10 +216,7 @@ previous_rounds as (  -- noqa: ST03
     from {{ this }} as existing
     left semi join tasks  -- noqa: AL04
         on
-            existing.job_id = tasks.job_id
-            and existing.vertex_id = tasks.vertex_id
-            and existing.subtask_index = tasks.subtask_index
-            and existing.attempt = tasks.attempt
+            {{ tidemark_same_task('existing', 'tasks') }}
             and existing.update_ms = tasks.recompute_from_ms - 5000
     where
         {{ tidemark_partitions_from(
@@ -318,10 +306,7 @@ published as (
     {% if is_incremental() -%}
     left join previous_rounds
         on
-            windowed.job_id = previous_rounds.job_id
-            and windowed.vertex_id = previous_rounds.vertex_id
-            and windowed.subtask_index = previous_rounds.subtask_index
-            and windowed.attempt = previous_rounds.attempt
+            {{ tidemark_same_task('windowed', 'previous_rounds') }}
     {%- endif %}
     where windowed.update_ms >= windowed.recompute_from_ms
 
@@ -417,10 +402,7 @@ rounds_checked as (
     from all_rounds
     left join task_gap_ranges
         on
-            all_rounds.job_id = task_gap_ranges.job_id
-            and all_rounds.vertex_id = task_gap_ranges.vertex_id
-            and all_rounds.subtask_index = task_gap_ranges.subtask_index
-            and all_rounds.attempt = task_gap_ranges.attempt
+            {{ tidemark_same_task('all_rounds', 'task_gap_ranges') }}
 
 ),
 

@@ -71,10 +71,7 @@ recomputed as (
     from replayed_seconds
     left join task_gap_ranges
         on
-            replayed_seconds.job_id = task_gap_ranges.job_id
-            and replayed_seconds.vertex_id = task_gap_ranges.vertex_id
-            and replayed_seconds.subtask_index = task_gap_ranges.subtask_index
-            and replayed_seconds.attempt = task_gap_ranges.attempt
+            {{ tidemark_same_task('replayed_seconds', 'task_gap_ranges') }}
 
 ),
 

@@ -96,6 +96,14 @@ existing as (
     second look every seed lies in the near partitions. -#}
 {%- set tail_from.sql = 'least(min(valve_recompute_from_ms), ' ~ near_from_ms ~ ')'
     if not look_up.far else 'min(recompute_from_ms)' %}
+{%- if look_up.far %}
+
+far_runs as (
+
+    {{ look_up.far_runs }}
+
+),
+{%- endif %}
 {%- for look in (['near', 'far'] if look_up.far else ['near']) %}
 {%- set tasks = 'runs' if look == 'near' else 'far_runs' %}
 {%- set negated = 'not ' if look == 'far' else '' %}
@@ -141,10 +149,7 @@ existing as (
         from existing
         inner join {{ tasks }}
             on
-                existing.job_id = {{ tasks }}.job_id
-                and existing.vertex_id = {{ tasks }}.vertex_id
-                and existing.subtask_index = {{ tasks }}.subtask_index
-                and existing.attempt = {{ tasks }}.attempt
+                {{ tidemark_same_task('existing', tasks) }}
         where
             existing.seq <= {{ tasks }}.resumed_after_seq
             and {{ negated }}{{ tidemark_partitions_from('existing', near_from_ms) }}
@@ -152,14 +157,6 @@ existing as (
     )
 
 ),
-{%- if look == 'near' and look_up.far %}
-
-far_runs as (
-
-    {{ look_up.far_runs }}
-
-),
-{%- endif %}
 {%- endfor %}
 
 seeds as (
@@ -240,10 +237,7 @@ cutoffs as (
     from runs
     left join seeds
         on
-            runs.job_id = seeds.job_id
-            and runs.vertex_id = seeds.vertex_id
-            and runs.subtask_index = seeds.subtask_index
-            and runs.attempt = seeds.attempt
+            {{ tidemark_same_task('runs', 'seeds') }}
 
 ),
 

@@ -96,6 +96,14 @@ second_ends as (
     'runs.recompute_from_ms > runs.first_second_ms',
 ) if is_incremental() else {'from_ms': 'cast(null as bigint)', 'far': false} %}
 {%- set near_from_ms = look_up.from_ms %}
+{%- if look_up.far %}
+
+far_runs as (
+
+    {{ look_up.far_runs }}
+
+),
+{%- endif %}
 {%- for look in (['near', 'far'] if look_up.far else ['near']) %}
 {%- set tasks = 'runs' if look == 'near' else 'far_runs' %}
 {%- set negated = 'not ' if look == 'far' else '' %}
@@ -121,10 +129,7 @@ second_ends as (
     from task_watermarks
     inner join {{ tasks }}
         on
-            task_watermarks.job_id = {{ tasks }}.job_id
-            and task_watermarks.vertex_id = {{ tasks }}.vertex_id
-            and task_watermarks.subtask_index = {{ tasks }}.subtask_index
-            and task_watermarks.attempt = {{ tasks }}.attempt
+            {{ tidemark_same_task('task_watermarks', tasks) }}
     where
         (
             task_watermarks.valid_to_ms is null
@@ -133,14 +138,6 @@ second_ends as (
         and {{ negated }}{{ tidemark_partitions_from('task_watermarks', near_from_ms) }}
 
 ),
-{%- if look == 'near' and look_up.far %}
-
-far_runs as (
-
-    {{ look_up.far_runs }}
-
-),
-{%- endif %}
 {%- endfor %}
 
 changes as (
@@ -201,10 +198,7 @@ recomputed as (
     from carried
     inner join runs
         on
-            carried.job_id = runs.job_id
-            and carried.vertex_id = runs.vertex_id
-            and carried.subtask_index = runs.subtask_index
-            and carried.attempt = runs.attempt
+            {{ tidemark_same_task('carried', 'runs') }}
     where carried.point_order = 0
 
 ),

@@ -157,10 +157,7 @@ compared as (
     from tidemark_outputs
     full outer join flink_outputs
         on
-            tidemark_outputs.job_id = flink_outputs.job_id
-            and tidemark_outputs.vertex_id = flink_outputs.vertex_id
-            and tidemark_outputs.subtask_index = flink_outputs.subtask_index
-            and tidemark_outputs.attempt = flink_outputs.attempt
+            {{ tidemark_same_task('tidemark_outputs', 'flink_outputs') }}
             and tidemark_outputs.input_index = flink_outputs.input_index
             and tidemark_outputs.seq = flink_outputs.seq
             and tidemark_outputs.emission_index = flink_outputs.emission_index
@@ -200,10 +197,7 @@ outcomes as (
     from compared
     left join first_gaps
         on
-            compared.job_id = first_gaps.job_id
-            and compared.vertex_id = first_gaps.vertex_id
-            and compared.subtask_index = first_gaps.subtask_index
-            and compared.attempt = first_gaps.attempt
+            {{ tidemark_same_task('compared', 'first_gaps') }}
             and coalesce(compared.output_seq, compared.seq) >= first_gaps.from_seq
 
 ),
