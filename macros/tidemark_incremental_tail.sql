@@ -11,9 +11,10 @@
     over `replaced`, is the earliest epoch ms of any row the run writes or replaces (on the time
     axis of the table's partitions): the table is read from the partitions that can hold such a
     row on, not over its whole history (NULL: every partition). Both sides select the
-    table's columns by name, in the table's order: Spark moves partition columns to the end of
-    a table, so `select *` would not line up. In a unit test `this` is its fixture, whose columns
-    are in the model's order, so `*` lines up.
+    same columns in the same order, the table's: the model's columns but the partition columns,
+    then those (Spark moves a table's partition columns to its end), so production and unit tests
+    (where `this` is a fixture in the model's order) run the same SQL and ask the warehouse
+    nothing while compiling. The model's `partition_by` must be those three columns.
 
     Build from scratch: `recomputed` as it is, checked by `plan` to cover every task from its
     first event, else the build fails saying what to rebuild together: 'gauge' (the model's
@@ -34,16 +35,13 @@
     replaced_from='min(recompute_from_ms)'
 ) -%}
 {%- if is_incremental() -%}
-    {%- if this is string -%}
-        {%- set columns = none -%}
-    {%- else -%}
-        {%- set columns = adapter.get_columns_in_relation(this) | map(attribute='name') | list -%}
-        {%- if 'minute_slice' not in columns -%}
-            {{ exceptions.raise_compiler_error(
-                this ~ ' is partitioned by hour only, as before ten-minute slices: rebuild it and '
-                ~ 'the models it is built with, e.g. dbt build --full-refresh (CHANGELOG)'
-            ) }}
-        {%- endif -%}
+    {%- set partitions = ['job_id', 'hour_at', 'minute_slice'] -%}
+    {%- if config.get('partition_by') not in [none, partitions] -%}
+        {#- none: a unit test, whose node has no partition_by -#}
+        {{ exceptions.raise_compiler_error(
+            'tidemark_incremental_tail writes (job_id, hour_at, minute_slice) partitions, not '
+            ~ config.get('partition_by')
+        ) }}
     {%- endif -%}
     {%- set conditions = [] -%}
     {%- for key in keys -%}
@@ -57,10 +55,14 @@
     {%- do filters.append('kept.job_id in (select job_id from ' ~ jobs ~ ')') if jobs -%}
     {%- set kept_filter = 'where ' ~ filters | join('\n        and ') -%}
 
-    select {{ columns | join(', ') if columns else '*' }}
+    select * except (job_id, hour_at, minute_slice), job_id, hour_at, minute_slice
     from {{ recomputed }}
     union all
-    select {{ 'kept.' ~ columns | join(', kept.') if columns else 'kept.*' }}
+    select
+        kept.* except (kept.job_id, kept.hour_at, kept.minute_slice),
+        kept.job_id,
+        kept.hour_at,
+        kept.minute_slice
     from {{ this }} as kept
     left semi join (
         select job_id, hour_at, minute_slice from {{ recomputed }}
