@@ -119,8 +119,11 @@ bench: install  ## benchmarks: ingest, dbt build and the Spark floor on $(BENCH_
 	$(BIN)/python bench/scale.py --parallelism $(BENCH_SCALE_SUBTASKS) --minutes $(BENCH_SCALE_MINUTES) --work bench-data/scale-$$(date +%s)
 	$(BIN)/python bench/week.py --work bench-data/week-$$(date +%s)
 	$(MAKE) capture
-	java -cp capture/build/tidemark-capture.jar:$$(ls $$(capture/flink-jars.sh 2.2.0)/flink-dist*.jar) tidemark.capture.Bench
-	$(BIN)/python bench/capture_throughput.py --pairs 5
+	@# issue 45: the oldest and the newest release
+	for v in 1.15.4 2.3.0; do \
+	  java -cp capture/build/tidemark-capture.jar:$$(ls $$(capture/flink-jars.sh $$v)/flink-dist*.jar) tidemark.capture.Bench || exit 1; \
+	  $(BIN)/python bench/capture_throughput.py --flink $$v --pairs 8 || exit 1; \
+	done
 
 .PHONY: capture
 capture:  ## build capture/build/tidemark-capture.jar (Flink metric reporter + Java agent; needs a JDK)

@@ -8,7 +8,11 @@ by the time from the sink's first record to its last.
 
 Runs come in pairs, the order alternating (without/with, then with/without, ...), so that drift
 of a busy machine hits both sides alike; the result is the median of each side and their ratio
-(issue 9's target: with >= 95 % of without). The last line printed is one JSON object:
+(issue 9's target: with >= 95 % of without). On Linux it also reads each thread's CPU time
+(/proc) and prints the capture writer thread's share of the JVM's CPU in each run with the
+capture: on a job that keeps every core busy, about what the writer takes from its throughput,
+and a figure that does not swing with the host as records/s does. The last line printed is one
+JSON object:
 
     {"bench": "capture_throughput", "flink": "2.2.0", "pairs": 3, ..., "ratio": 0.98}
 
@@ -20,9 +24,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,13 +39,43 @@ from tests.live.flink_job import LiveSetupError, build_job, capture_jar, start_j
 TARGET_RATIO = 0.95
 
 
-def measure(version: str, work: Path, capture: bool, records: int) -> float:
-    """Records/s of one run of the bench job."""
+WRITER_THREAD = "tidemark-captur"  # the writer's thread name as Linux keeps it (15 characters)
+
+
+def thread_cpu_s(pid: int) -> dict[str, float]:
+    """CPU seconds (user + system) of each thread of process ``pid`` so far, by thread id;
+    empty where /proc is not there (not Linux) or the process is gone."""
+    tick = os.sysconf("SC_CLK_TCK")
+    seconds: dict[str, float] = {}
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return seconds
+    for tid in threads:
+        try:
+            stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()
+        seconds[f"{tid} {name}"] = (int(fields[11]) + int(fields[12])) / tick
+    return seconds
+
+
+def measure(version: str, work: Path, capture: bool, records: int) -> tuple[float, float | None]:
+    """Records/s of one run of the bench job, and the capture writer's share of the JVM's CPU
+    time (None without the capture, or where threads' CPU time cannot be read)."""
     run = start_job(
         version, work, capture=capture, bench=True, extra_args=("--bench-records", str(records))
     )
+    last: dict[str, float] = {}
+    while run.process.poll() is None:  # a thread's figures go with it: keep the last seen
+        last |= thread_cpu_s(run.process.pid)
+        time.sleep(0.25)
     run.wait(timeout=600).check()
-    return float(run.result["records_per_s"])
+    writer = sum(s for thread, s in last.items() if thread.endswith(" " + WRITER_THREAD))
+    share = writer / sum(last.values()) if capture and writer > 0 else None
+    return float(run.result["records_per_s"]), share
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,15 +100,19 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     without: list[float] = []
     with_capture: list[float] = []
+    writer_shares: list[float] = []
     with tempfile.TemporaryDirectory(prefix="tidemark-capture-bench-") as folder:
         for pair in range(args.pairs):
             order = (False, True) if pair % 2 == 0 else (True, False)
             for capture in order:
                 work = Path(folder) / f"pair{pair}-{'with' if capture else 'without'}"
-                rate = measure(args.flink, work, capture, args.records)
+                rate, share = measure(args.flink, work, capture, args.records)
                 (with_capture if capture else without).append(rate)
                 side = "with" if capture else "without"
-                print(f"pair {pair + 1}/{args.pairs}: {side} capture {rate:,.0f} records/s")
+                writer = "" if share is None else f" (the writer {share:.1%} of the JVM's CPU)"
+                if share is not None:
+                    writer_shares.append(share)
+                print(f"pair {pair + 1}/{args.pairs}: {side} capture {rate:,.0f} records/s{writer}")
     median_without = statistics.median(without)
     median_with = statistics.median(with_capture)
     ratio = median_with / median_without
@@ -80,10 +120,15 @@ def main(argv: list[str] | None = None) -> int:
     # machine cancels within it; their median is the steadier figure.
     pair_ratios = [w / o for w, o in zip(with_capture, without, strict=True)]
     pair_median = statistics.median(pair_ratios)
+    writer = (
+        f"; the writer's median share of the JVM's CPU {statistics.median(writer_shares):.1%}"
+        if writer_shares
+        else ""
+    )
     print(
         f"capture throughput on Flink {args.flink}: {median_with:,.0f} records/s with the capture, "
         f"{median_without:,.0f} without: {ratio:.3f}; median of the pairs' ratios "
-        f"{pair_median:.3f} (target >= {TARGET_RATIO})"
+        f"{pair_median:.3f} (target >= {TARGET_RATIO}){writer}"
     )
     result = {
         "bench": "capture_throughput",
@@ -97,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         "ratio": round(ratio, 4),
         "pair_ratios": [round(r, 4) for r in pair_ratios],
         "median_pair_ratio": round(pair_median, 4),
+        "writer_cpu_shares": [round(s, 4) for s in writer_shares],
         "target_ratio": TARGET_RATIO,
         "meets_target": min(ratio, pair_median) >= TARGET_RATIO,
     }
