@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 from tests.live.flink_job import LiveSetupError, build_job, capture_jar, start_job  # noqa: E402
 
 TARGET_RATIO = 0.95
+RUN_TIMEOUT_S = 600
 
 
 WRITER_THREAD = "tidemark-captur"  # the writer's thread name as Linux keeps it (15 characters)
@@ -69,10 +70,11 @@ def measure(version: str, work: Path, capture: bool, records: int) -> tuple[floa
         version, work, capture=capture, bench=True, extra_args=("--bench-records", str(records))
     )
     last: dict[str, float] = {}
-    while run.process.poll() is None:  # a thread's figures go with it: keep the last seen
-        last |= thread_cpu_s(run.process.pid)
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while run.process.poll() is None and time.monotonic() < deadline:
+        last |= thread_cpu_s(run.process.pid)  # a thread's figures go with it: keep the last seen
         time.sleep(0.25)
-    run.wait(timeout=600).check()
+    run.wait(timeout=max(1.0, deadline - time.monotonic())).check()
     writer = sum(s for thread, s in last.items() if thread.endswith(" " + WRITER_THREAD))
     share = writer / sum(last.values()) if capture and writer > 0 else None
     return float(run.result["records_per_s"]), share
