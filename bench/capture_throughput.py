@@ -69,14 +69,17 @@ def measure(version: str, work: Path, capture: bool, records: int) -> tuple[floa
     run = start_job(
         version, work, capture=capture, bench=True, extra_args=("--bench-records", str(records))
     )
-    last: dict[str, float] = {}
+    # A thread's figures go with it: keep each thread's last seen, by id (a thread may be renamed).
+    last: dict[str, tuple[str, float]] = {}
     deadline = time.monotonic() + RUN_TIMEOUT_S
     while run.process.poll() is None and time.monotonic() < deadline:
-        last |= thread_cpu_s(run.process.pid)  # a thread's figures go with it: keep the last seen
+        for thread, seconds in thread_cpu_s(run.process.pid).items():
+            tid, name = thread.split(" ", 1)
+            last[tid] = (name, seconds)
         time.sleep(0.25)
     run.wait(timeout=max(1.0, deadline - time.monotonic())).check()
-    writer = sum(s for thread, s in last.items() if thread.endswith(" " + WRITER_THREAD))
-    share = writer / sum(last.values()) if capture and writer > 0 else None
+    writer = sum(s for name, s in last.values() if name == WRITER_THREAD)
+    share = writer / sum(s for _, s in last.values()) if capture and writer > 0 else None
     return float(run.result["records_per_s"]), share
 
 
