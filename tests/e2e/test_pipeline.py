@@ -192,21 +192,6 @@ def test_a_model_rebuilt_alone_from_a_partial_plan_fails_saying_what_to_rebuild(
             assert f"{checkpoint} vouches for nothing" in rerun.stdout
         for mart, rows in kept.items():
             assert rows and rows_of(mart) == rows, mart
-        # A mart built before the ten-minute slices (partitioned by job and hour only) is not
-        # rewritten by slice into the wrong layout: the run fails, saying to rebuild.
-        warm.sql_rows(
-            "create table tidemark.fct_valve_emissions_hourly using parquet"
-            " partitioned by (job_id, hour_at)"
-            " as select * except (minute_slice) from tidemark.fct_valve_emissions"
-        )
-        warm.sql_rows("drop table tidemark.fct_valve_emissions")
-        warm.sql_rows(
-            "alter table tidemark.fct_valve_emissions_hourly rename to tidemark.fct_valve_emissions"
-        )
-        result = warm.dbt("run", "--select", "fct_valve_emissions")
-        assert result.returncode != 0, result.stdout
-        assert "is partitioned by hour only" in result.stdout, result.stdout
-        assert "dbt build --full-refresh" in result.stdout
 
 
 @pytest.mark.deep
