@@ -21,9 +21,10 @@
 
 with
 
-replayed_seconds as (
+sampled_seconds as (
 
     select * from {{ ref('int_timer_seconds_replayed') }}
+    where samples_taken > 0
 
 ),
 
@@ -50,8 +51,7 @@ recomputed as (
         {{ sampling.delay_ms }} as delay_between_samples_ms,
         hour_at,
         minute_slice
-    from replayed_seconds
-    where samples_taken > 0
+    from sampled_seconds
 
 ),
 
