@@ -1,34 +1,40 @@
 {#-
     For a read with no time bound (the seed of fct_task_watermarks, the change in force of
-    fct_watermark_seconds): where to look. Returns {'from_ms': SQL, 'far': bool, 'far_runs': SQL}.
-    The read looks in the partitions of `relation` from `from_ms` (the aggregate `near_from` over
-    `runs_sql`), and needs a second look, over the older partitions, only when a task of `runs_sql`
-    that is a `candidate` has no row there that is `found` (SQL over the aliases `runs` and `t`).
-    Asked once while compiling, so that a run with none (the usual one) plans no second look and no
-    join to decide it, and prunes partitions by a literal. In a unit test (`this` is a string) it
-    returns the runtime form: `from_ms` a scalar subquery over the model's CTE `runs`, and a second
-    look that a broadcast of no tasks leaves unread. `far_runs` selects the tasks of the model's CTE
-    `runs` that need the second look: the same question, asked in the run.
+    fct_watermark_seconds): where to look. The read looks in the partitions of `relation` from
+    `near_from` (an aggregate over the model's CTE `runs`, whose rows `runs_sql` selects), and
+    needs a second look, over the older partitions, only for the tasks of `runs` that
+    tidemark_far_runs selects. Asked once while compiling, so that a run with none (the usual
+    one) plans no second look and no join to decide it, and prunes partitions by a literal.
+    Returns the answer as data, {'from_ms': epoch ms or none, 'far': bool}; the model writes its
+    SQL from it, so a unit test gives the answer (`overrides: macros:`) and runs the SQL a run
+    with that answer runs.
 -#}
 {% macro tidemark_near_look(runs_sql, near_from, relation, found, candidate) -%}
-    {%- set unfound -%}
-        select runs.* from runs
-        left anti join {{ relation }} as t
-            on {{ tidemark_same_task('t', 'runs') }} and {{ found }}
-            and {{ tidemark_partitions_from('t', 'select ' ~ near_from ~ ' from runs') }}
-        where {{ candidate }}
-    {%- endset -%}
-    {%- if not execute or this is string -%}
-        {{- return({'from_ms': '(select ' ~ near_from ~ ' from runs)', 'far': true, 'far_runs': unfound}) -}}
+    {%- if not execute -%}
+        {{- return({'from_ms': none, 'far': true}) -}}
     {%- endif -%}
     {%- set answer = run_query(
         'with runs as (' ~ runs_sql ~ ') select (select ' ~ near_from ~ ' from runs) as from_ms, '
-        ~ '(select count(*) from (' ~ unfound ~ ')) as far_tasks'
+        ~ '(select count(*) from ('
+        ~ tidemark_far_runs('select ' ~ near_from ~ ' from runs', relation, found, candidate)
+        ~ ')) as far_tasks'
     ) -%}
     {%- set from_ms = answer.columns[0].values()[0] -%}
     {{- return({
-        'from_ms': 'cast(null as bigint)' if from_ms is none else 'cast(' ~ (from_ms | int) ~ ' as bigint)',
+        'from_ms': none if from_ms is none else from_ms | int,
         'far': (answer.columns[1].values()[0] | int) > 0,
-        'far_runs': unfound,
     }) -}}
+{%- endmacro %}
+
+{#-
+    The tasks of the model's CTE `runs` that need the second look of tidemark_near_look: those
+    that are a `candidate` and have no row of `relation` that is `found` (SQL over the aliases
+    `runs` and `t`) in its partitions from `from_ms` (SQL) on.
+-#}
+{% macro tidemark_far_runs(from_ms, relation, found, candidate) -%}
+    select runs.* from runs
+    left anti join {{ relation }} as t
+        on {{ tidemark_same_task('t', 'runs') }} and {{ found }}
+        and {{ tidemark_partitions_from('t', from_ms) }}
+    where {{ candidate }}
 {%- endmacro %}

@@ -83,15 +83,18 @@ existing as (
     none there (a clock unchanged for longer), when there are such tasks (tidemark_near_look). Exact: valid_from_ms never decreases
     with seq, so when the near partitions hold a change of the task at or before its resume
     point, they hold the last one. -#}
+{%- set seed_found = 't.seq <= runs.resumed_after_seq' %}
+{%- set seed_wanted = 'runs.resumed_after_seq >= 0' %}
 {%- set look_up = tidemark_near_look(
     "select job_id, vertex_id, subtask_index, attempt, resumed_after_seq, resumed_effective_ms from "
         ~ ref('int_valve_outputs_computed') ~ " where row_kind = 'state'",
     'min(resumed_effective_ms) - 60000',
     this,
-    't.seq <= runs.resumed_after_seq',
-    'runs.resumed_after_seq >= 0',
+    seed_found,
+    seed_wanted,
 ) %}
-{%- set near_from_ms = look_up.from_ms %}
+{%- set near_from_ms = 'cast(' ~ ('null' if look_up.from_ms is none else look_up.from_ms)
+    ~ ' as bigint)' %}
 {#- The earliest time of a row the run writes or replaces: the seed, or an event fed. With no
     second look every seed lies in the near partitions. -#}
 {%- set tail_from.sql = 'least(min(valve_recompute_from_ms), ' ~ near_from_ms ~ ')'
@@ -100,7 +103,7 @@ existing as (
 
 far_runs as (
 
-    {{ look_up.far_runs }}
+    {{ tidemark_far_runs(near_from_ms, this, seed_found, seed_wanted) }}
 
 ),
 {%- endif %}

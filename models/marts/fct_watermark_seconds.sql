@@ -87,20 +87,23 @@ second_ends as (
     valid_from_ms never decreases with its seq (fct_task_watermarks), so when the near partitions
     hold a change of it at or before R, they hold every change of it in force at or after R. A
     task recomputed from its first second has no change before R to look for. -#}
+{%- set change_found = 't.valid_from_ms <= runs.recompute_from_ms'
+    ~ ' and (t.valid_to_ms is null or t.valid_to_ms >= runs.recompute_from_ms)' %}
+{%- set change_wanted = 'runs.recompute_from_ms > runs.first_second_ms' %}
 {%- set look_up = tidemark_near_look(
     runs_sql,
     'min(recompute_from_ms) - 60000',
     ref('fct_task_watermarks'),
-    't.valid_from_ms <= runs.recompute_from_ms'
-        ~ ' and (t.valid_to_ms is null or t.valid_to_ms >= runs.recompute_from_ms)',
-    'runs.recompute_from_ms > runs.first_second_ms',
-) if is_incremental() else {'from_ms': 'cast(null as bigint)', 'far': false} %}
-{%- set near_from_ms = look_up.from_ms %}
+    change_found,
+    change_wanted,
+) if is_incremental() else {'from_ms': none, 'far': false} %}
+{%- set near_from_ms = 'cast(' ~ ('null' if look_up.from_ms is none else look_up.from_ms)
+    ~ ' as bigint)' %}
 {%- if look_up.far %}
 
 far_runs as (
 
-    {{ look_up.far_runs }}
+    {{ tidemark_far_runs(near_from_ms, ref('fct_task_watermarks'), change_found, change_wanted) }}
 
 ),
 {%- endif %}

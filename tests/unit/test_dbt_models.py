@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from tests.dbt_files import MODELS, ROOT, yaml_entries
 
 MAX_LINES = 150
@@ -42,3 +44,18 @@ def test_sql_fixtures_of_several_rows_are_inline_tables() -> None:
             if fixture.get("format") == "sql" and "union all" in str(rows).lower():
                 unions.append(f"{path.relative_to(ROOT)}: {test['name']}")
     assert not unions, f"write these fixtures as one inline table: {unions}"
+
+
+def test_no_model_or_macro_writes_other_sql_under_unit_tests() -> None:
+    """Issue 43, decision 0022: a compile-time question returns its answer as data, which a unit
+    test gives (`overrides: macros:`), so the tested SQL is a run's. Branching on being under a
+    unit test (`this` is a string there, the node's resource_type is `unit_test`) would test
+    other SQL. dbt's own unit materialization is the exception."""
+    branches = []
+    for sql in sorted([*MODELS.rglob("*.sql"), *(ROOT / "macros").rglob("*.sql")]):
+        if sql.parent.name == "materializations":
+            continue
+        for number, line in enumerate(sql.read_text().splitlines(), 1):
+            if re.search(r"this is string|this is not string|unit_test['\"]", line):
+                branches.append(f"{sql.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not branches, f"give the answer in the unit tests instead: {branches}"
