@@ -50,9 +50,10 @@
 
     {#- The jobs: the newest 50 the gauge plan saw, within 24 hours of the newest (as
         tidemark.health.model.active_jobs). -#}
-    {%- set plan = adapter.get_relation(
-        database=none, schema='tidemark_intermediate', identifier='int_timer_tasks_checkpointed'
-    ) -%}
+    {#- A hook cannot ref() a model: the plan's checkpoint through the source the next plan reads
+        it as, the marts through dbt's graph (their nodes' schema and alias), each NULL when its
+        table is missing (decision 0022). -#}
+    {%- set plan = load_relation(source('previous_run', 'int_timer_tasks_checkpointed')) -%}
     {%- set landed = {} -%}
     {#- Freshness only after a command that ran a model: a run of tests alone changed none. -#}
     {%- set models = results | selectattr('node.resource_type', 'equalto', 'model') | list -%}
@@ -73,7 +74,8 @@
     {%- if landed -%}
         {%- set selects = [] -%}
         {%- for mart, column in marts.items() -%}
-            {%- set relation = adapter.get_relation(database=none, schema='tidemark', identifier=mart) -%}
+            {%- set node = graph.nodes['model.' ~ project_name ~ '.' ~ mart] -%}
+            {%- set relation = adapter.get_relation(node.database, node.schema, node.alias) -%}
             {%- if relation -%}
                 {%- set windows = [] -%}
                 {%- for job_id, ts in landed.items() -%}
