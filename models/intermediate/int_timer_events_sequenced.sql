@@ -9,8 +9,9 @@
     resumed from an anchor starts with the gauges open there (int_timer_tasks_planned).
 
     `open_change` (+1 effective start, -1 effective end, 0 otherwise) is what the event does to the
-    gauge: int_timer_seconds_replayed integrates it per second. Watermark events pass through with
-    no gauge: they move the clock only. Ephemeral, read by int_timer_seconds_replayed.
+    gauge: int_timer_seconds_replayed integrates it per second. The soft and hard gauges' states
+    after the event are what B1's samples ask ("either measures"). Watermark events pass through
+    with no gauge: they move the clock only. Ephemeral, read by int_timer_seconds_replayed.
 -#}
 
 with
@@ -30,30 +31,21 @@ clocked_events as (
 
 with_previous as (
 
-    -- Each gauge's previous event in seq order, in the task's own order (no second sort).
+    -- Each gauge's latest event before this one in seq order (in the task's own order, no second
+    -- sort): its is_start, or NULL when the gauge had none since the anchor.
     select
         clocked_events.*,
-        case clocked_events.gauge
-            when 'idle'
-                then last_value(
-                    case when clocked_events.gauge = 'idle' then clocked_events.is_start end, true
-                ) over earlier_events
-            when 'soft_backpressured'
-                then last_value(
-                    case
-                        when
-                            clocked_events.gauge = 'soft_backpressured'
-                            then clocked_events.is_start
-                    end,
-                    true
-                ) over earlier_events
-            when 'hard_backpressured' then last_value(
-                case
-                    when clocked_events.gauge = 'hard_backpressured' then clocked_events.is_start
-                end,
-                true
-            ) over earlier_events
-        end as previous_is_start
+        last_value(
+            case when clocked_events.gauge = 'idle' then clocked_events.is_start end, true
+        ) over earlier_events as previous_idle_is_start,
+        last_value(
+            case when clocked_events.gauge = 'soft_backpressured' then clocked_events.is_start end,
+            true
+        ) over earlier_events as previous_soft_backpressured_is_start,
+        last_value(
+            case when clocked_events.gauge = 'hard_backpressured' then clocked_events.is_start end,
+            true
+        ) over earlier_events as previous_hard_backpressured_is_start
     from clocked_events
     window earlier_events as (
         partition by clocked_events.task_key
@@ -63,23 +55,42 @@ with_previous as (
 
 ),
 
-with_anchor_state as (
+states_before as (
 
-    -- Before its first replayed event a gauge is as the anchor left it (closed without anchor).
+    -- Whether each gauge measures just before the event: as its latest event left it (T2, T3),
+    -- else as the anchor left it (closed without anchor).
     select
         with_previous.*,
         coalesce(
-            with_previous.previous_is_start,
-            case with_previous.gauge
-                when 'idle' then planned.is_idle_open_at_anchor
-                when 'soft_backpressured' then planned.is_soft_backpressured_open_at_anchor
-                when 'hard_backpressured' then planned.is_hard_backpressured_open_at_anchor
-            end,
+            with_previous.previous_idle_is_start, planned.is_idle_open_at_anchor, false
+        ) as was_idle_measuring,
+        coalesce(
+            with_previous.previous_soft_backpressured_is_start,
+            planned.is_soft_backpressured_open_at_anchor,
             false
-        ) as was_measuring
+        ) as was_soft_backpressured_measuring,
+        coalesce(
+            with_previous.previous_hard_backpressured_is_start,
+            planned.is_hard_backpressured_open_at_anchor,
+            false
+        ) as was_hard_backpressured_measuring
     from with_previous
     inner join planned
         on with_previous.task_key = planned.task_key
+
+),
+
+own_gauge_states as (
+
+    select
+        states_before.*,
+        case states_before.gauge
+            when 'idle' then states_before.was_idle_measuring
+            when 'soft_backpressured' then states_before.was_soft_backpressured_measuring
+            when 'hard_backpressured' then states_before.was_hard_backpressured_measuring
+            else false
+        end as was_measuring
+    from states_before
 
 ),
 
@@ -98,8 +109,15 @@ final as (
             when gauge is null or is_start = was_measuring then 0
             when is_start then 1
             else -1
-        end as open_change
-    from with_anchor_state
+        end as open_change,
+        -- A gauge measures after its own event iff that was a start (T2, T3), else as before.
+        case
+            when gauge = 'soft_backpressured' then is_start else was_soft_backpressured_measuring
+        end as is_soft_backpressured_open_after,
+        case
+            when gauge = 'hard_backpressured' then is_start else was_hard_backpressured_measuring
+        end as is_hard_backpressured_open_after
+    from own_gauge_states
 
 )
 

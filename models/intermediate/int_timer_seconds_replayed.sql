@@ -13,7 +13,8 @@
     The same integration counts the samples of Flink <= 1.12's sampled back pressure (B1-B3,
     int_backpressure_samples_counted): instead of milliseconds in [c, E) it counts the sample
     instants there (tidemark_backpressure_samples_before), and instead of one gauge it follows
-    "the soft or the hard gauge measures" (a running count of the two, in seq order).
+    "the soft or the hard gauge measures" (the two gauges' states after each event,
+    int_timer_events_sequenced).
 
     A table rebuilt every run: the work of one run, written once and read by the marts and the
     checkpoint. In a full plan it holds every task-second.
@@ -78,19 +79,9 @@ event_changes as (
                 then sequenced_events.open_change
             else 0
         end as backpressure_open_change,
-        case when planned.is_soft_backpressured_open_at_anchor then 1 else 0 end
-        + case when planned.is_hard_backpressured_open_at_anchor then 1 else 0 end
-        + sum(
-            case
-                when sequenced_events.gauge in ('soft_backpressured', 'hard_backpressured')
-                    then sequenced_events.open_change
-                else 0
-            end
-        ) over (
-            partition by sequenced_events.task_key
-            order by sequenced_events.seq
-            rows between unbounded preceding and current row
-        ) as backpressure_open_count
+        case when sequenced_events.is_soft_backpressured_open_after then 1 else 0 end
+        + case when sequenced_events.is_hard_backpressured_open_after then 1 else 0 end
+            as backpressure_open_count
     from sequenced_events
     inner join planned
         on sequenced_events.task_key = planned.task_key
