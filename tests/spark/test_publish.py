@@ -64,11 +64,13 @@ def test_staged_partitions_replace_and_add_the_tables(spark, schemas) -> None:
     assert _rows(spark, table) == [(0, 0), (2, 2), (3, 0), (5, 2), (10, 1), (50, 5)]
     assert not spark.catalog.tableExists(stage)
 
-    # A full build: every partition the stage lacks goes.
-    _stage(spark, table, stage, "v2", "select 7L as v, 2 as part")
+    # A full build: its partitions replace the table's (2) or are added (9), and every
+    # partition it lacks goes (0, 1, 5).
+    _stage(spark, table, stage, "v2", "select 7L as v, 2 as part union all select 8L, 9")
     _publish(spark, table, stage, replace_all=True)
-    assert _rows(spark, table) == [(7, 2)]
-    assert [r.partition for r in spark.sql(f"show partitions {table}").collect()] == ["part=2"]
+    assert _rows(spark, table) == [(7, 2), (8, 9)]
+    partitions = [r.partition for r in spark.sql(f"show partitions {table}").collect()]
+    assert partitions == ["part=2", "part=9"]
 
 
 def test_an_unpartitioned_table_is_pointed_at_the_stage(spark, schemas) -> None:

@@ -3,10 +3,10 @@ package tidemark.spark;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.HashSet;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
-import java.util.Set;
+import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.SparkSession;
@@ -122,31 +122,40 @@ public class Publish extends Procedure {
             replaced.add(new Path(catalog.getTable(stageDb, stage).location()));
         }
         synchronized (catalog) {
+            // A full build is compared with every partition of the table, read in one listing
+            // (not one metastore call per staged partition); an incremental one looks up its own.
+            Map existing = new HashMap();
+            if (replaceAll) {
+                List all = Procedures.list(catalog.listPartitions(db, table, scala.Option.empty()));
+                for (int i = 0; i < all.size(); i++) {
+                    CatalogTablePartition part = (CatalogTablePartition) all.get(i);
+                    existing.put(part.spec(), part);
+                }
+            }
             List create = new ArrayList();
             List alter = new ArrayList();
-            Set stagedSpecs = new HashSet();
             for (int i = 0; i < staged.size(); i++) {
                 CatalogTablePartition part = (CatalogTablePartition) staged.get(i);
-                stagedSpecs.add(part.spec());
-                scala.Option old = catalog.getPartitionOption(db, table, part.spec());
-                if (old.isEmpty()) {
+                CatalogTablePartition old;
+                if (replaceAll) {
+                    old = (CatalogTablePartition) existing.remove(part.spec());
+                } else {
+                    scala.Option found = catalog.getPartitionOption(db, table, part.spec());
+                    old = found.isEmpty() ? null : (CatalogTablePartition) found.get();
+                }
+                if (old == null) {
                     create.add(part);
                 } else {
-                    replaced.add(new Path(((CatalogTablePartition) old.get()).location()));
+                    replaced.add(new Path(old.location()));
                     alter.add(part);
                 }
             }
+            // What is left of a full build's listing, the stage does not have: it goes.
             List drop = new ArrayList();
-            if (replaceAll) {
-                List existing =
-                    Procedures.list(catalog.listPartitions(db, table, scala.Option.empty()));
-                for (int i = 0; i < existing.size(); i++) {
-                    CatalogTablePartition part = (CatalogTablePartition) existing.get(i);
-                    if (!stagedSpecs.contains(part.spec())) {
-                        drop.add(part.spec());
-                        replaced.add(new Path(part.location()));
-                    }
-                }
+            for (Iterator it = existing.values().iterator(); it.hasNext(); ) {
+                CatalogTablePartition part = (CatalogTablePartition) it.next();
+                drop.add(part.spec());
+                replaced.add(new Path(part.location()));
             }
             if (!create.isEmpty()) {
                 catalog.createPartitions(db, table, Procedures.seq(create), false);
