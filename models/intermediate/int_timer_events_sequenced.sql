@@ -9,9 +9,10 @@
     resumed from an anchor starts with the gauges open there (int_timer_tasks_planned).
 
     `open_change` (+1 effective start, -1 effective end, 0 otherwise) is what the event does to the
-    gauge: int_timer_seconds_replayed integrates it per second. The soft and hard gauges' states
-    after the event are what B1's samples ask ("either measures"). Watermark events pass through
-    with no gauge: they move the clock only. Ephemeral, read by int_timer_seconds_replayed.
+    gauge: int_timer_seconds_replayed integrates it per second. Each gauge's state after the
+    event is what a second ends with and what B1's samples ask ("the soft or the hard measures").
+    Watermark events pass through with no gauge: they move the clock only. Ephemeral, read by
+    int_timer_seconds_replayed.
 -#}
 
 with
@@ -111,6 +112,7 @@ final as (
             else -1
         end as open_change,
         -- A gauge measures after its own event iff that was a start (T2, T3), else as before.
+        case when gauge = 'idle' then is_start else was_idle_measuring end as is_idle_open_after,
         case
             when gauge = 'soft_backpressured' then is_start else was_soft_backpressured_measuring
         end as is_soft_backpressured_open_after,

@@ -61,7 +61,9 @@ event_changes as (
         sequenced_events.ts_ms,
         sequenced_events.clock_ms,
         sequenced_events.gauge,
-        sequenced_events.is_start,
+        sequenced_events.is_idle_open_after,
+        sequenced_events.is_soft_backpressured_open_after,
+        sequenced_events.is_hard_backpressured_open_after,
         -- The change's share of its second: from the event to the end of the second or horizon.
         sequenced_events.open_change * (
             least(
@@ -121,7 +123,9 @@ task_second_rows as (
         cast(null as bigint) as ts_ms,
         cast(null as bigint) as clock_ms,
         cast(null as string) as gauge,
-        cast(null as boolean) as is_start,
+        cast(null as boolean) as is_idle_open_after,
+        cast(null as boolean) as is_soft_backpressured_open_after,
+        cast(null as boolean) as is_hard_backpressured_open_after,
         cast(0 as bigint) as change_ms,
         cast(0 as bigint) as backpressured_samples_change
     from seconds_grid
@@ -135,7 +139,9 @@ task_second_rows as (
         ts_ms,
         clock_ms,
         gauge,
-        is_start,
+        is_idle_open_after,
+        is_soft_backpressured_open_after,
+        is_hard_backpressured_open_after,
         change_ms,
         backpressured_samples_change
     from event_sample_changes
@@ -157,12 +163,10 @@ per_second as (
         max(clock_ms) as last_clock_ms,
         -- The smallest ts_ms placed in the second: a later replay from before it reads no older.
         min(ts_ms) as min_ts_ms,
-        -- A gauge is measuring after its latest event iff that was a start (T2, T3).
-        max_by(is_start, seq) filter (where gauge = 'idle') as idle_last_is_start,
-        max_by(is_start, seq) filter (where gauge = 'soft_backpressured')
-            as soft_backpressured_last_is_start,
-        max_by(is_start, seq) filter (where gauge = 'hard_backpressured')
-            as hard_backpressured_last_is_start
+        -- The gauges' states after the second's last event (T2, T3: int_timer_events_sequenced).
+        max_by(is_idle_open_after, seq) as is_idle_open_at_last_event,
+        max_by(is_soft_backpressured_open_after, seq) as is_soft_backpressured_open_at_last_event,
+        max_by(is_hard_backpressured_open_after, seq) as is_hard_backpressured_open_at_last_event
     from task_second_rows
     group by task_key, second_start_ms
 
@@ -179,15 +183,15 @@ end_states as (
             last_value(per_second.last_clock_ms, true) over task_so_far, planned.replay_clock_ms
         ) as end_clock_ms,
         coalesce(
-            last_value(per_second.idle_last_is_start, true) over task_so_far,
+            last_value(per_second.is_idle_open_at_last_event, true) over task_so_far,
             planned.is_idle_open_at_anchor
         ) as is_idle_open,
         coalesce(
-            last_value(per_second.soft_backpressured_last_is_start, true) over task_so_far,
+            last_value(per_second.is_soft_backpressured_open_at_last_event, true) over task_so_far,
             planned.is_soft_backpressured_open_at_anchor
         ) as is_soft_backpressured_open,
         coalesce(
-            last_value(per_second.hard_backpressured_last_is_start, true) over task_so_far,
+            last_value(per_second.is_hard_backpressured_open_at_last_event, true) over task_so_far,
             planned.is_hard_backpressured_open_at_anchor
         ) as is_hard_backpressured_open,
         planned.is_idle_open_at_anchor,
