@@ -6,11 +6,13 @@
     run) while compiling and choose the bronze files that can hold such events
     (tidemark_bronze_reach): as scalar subqueries in the model they were not pushed into the
     scans, and every bronze event ever landed was read (docs/decisions/0004-gauge-incremental.md).
-    `false` for both when no task replays. A unit test, whose plan is a fixture, gives the
-    filters itself (`overrides: macros:`), as the column form tidemark_bronze_reach has.
+    `false` for both when no task replays. A --full-refresh plans every task from its first event
+    (tidemark_resumes), so it reads every file without asking. A unit test, whose plan is a
+    fixture, gives the filters itself (`overrides: macros:`), as the column form
+    tidemark_bronze_reach has.
 -#}
 {% macro tidemark_replay_reach(planned) -%}
-    {%- if not execute -%}
+    {%- if not execute or flags.FULL_REFRESH -%}
         {{- return({'timer_events': 'true', 'watermark_events': 'true'}) -}}
     {%- endif -%}
     {%- set bounds = run_query(

@@ -9,11 +9,12 @@
     the checkpoint's run (ingest_id above its processed_ingest_id) or, landed by then, was fed by
     that run after the checkpoint, so has a ts_ms at or after its later_from_ms. A new task's
     events all landed after the progress. A full plan (progress -1), or a checkpoint from before
-    later_from_ms, reads everything; `false` when no task is fed. A unit test, whose plan is a
+    later_from_ms, reads everything, and so does a --full-refresh without asking (its plan is a
+    full one, tidemark_resumes); `false` when no task is fed. A unit test, whose plan is a
     fixture, gives the dict itself (`overrides: macros:`). docs/decisions/0005-valve-incremental.md.
 -#}
 {% macro tidemark_valve_feed_reach(planned) -%}
-    {%- if not execute -%}
+    {%- if not execute or flags.FULL_REFRESH -%}
         {{- return({'bound': none, 'from_start': false}) -}}
     {%- endif -%}
     {%- set reach = run_query(

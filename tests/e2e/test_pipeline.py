@@ -296,6 +296,21 @@ def test_a_full_plan_reads_the_bronze_events_once(demo_lake: DemoLake) -> None:
         assert sorted(t for t in scanned if t.endswith("_events")) == tables, (model, scanned)
 
 
+def test_a_full_refresh_replays_every_file_without_asking_the_plan(demo_lake: DemoLake) -> None:
+    """A --full-refresh plans every task from its first event (tidemark_resumes), so the gauge
+    replay and the valve feed read every bronze file: no question to their plan while compiling
+    (decision 0022), where an incremental compile asks one."""
+    warm = demo_lake.warm
+    replays = ["int_timer_events_clocked", "int_valve_outputs_computed"]
+    for flags, asked in ([], True), (["--full-refresh"], False):
+        result = warm.dbt("--debug", "compile", *flags, "--select", *replays).check()
+        for model in replays:
+            assert (f"On model.tidemark.{model}:" in result.stdout) == asked, (flags, model)
+    compiled = demo_lake.lake.root.parent / ".dbt" / "target" / "compiled" / "tidemark"
+    sql = (compiled / "models" / "intermediate" / "int_timer_events_clocked.sql").read_text()
+    assert "data_file in" not in sql, sql
+
+
 def test_semantic_layer_validates_offline(demo_lake: DemoLake) -> None:
     """`mf validate-configs --skip-dw`, as the README shows it, in the lake's warm process: the
     `dbt debug` MetricFlow starts with finds Spark running (a process of its own starts Spark
