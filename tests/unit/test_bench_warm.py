@@ -30,7 +30,9 @@ def test_the_report_splits_the_tail_cycle_and_prints_the_floor_both_ways() -> No
     assert "34.0 s  = 85.0% of the warm full refresh" in report
     assert "of which the new events' own work" in report
     assert "4.0 s  = 10.0% (the +1 % cycle beyond the +200-line one" in report
-    assert "the models-only cycle is 4.00x (target <= 1.5x)" in report
+    assert "proposed target <= 25 %, decision 0007" in report
+    assert "the models-only cycle is 4.00x (target <= 1.5x; proposed <= 4x" in report
+    assert "190 Spark queries, proposed target <= 190" in report
     assert "dbt's floor, full refresh" in report
     assert "6.2 s  (its incremental run 80.0% of it" in report
 
