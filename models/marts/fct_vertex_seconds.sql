@@ -61,14 +61,7 @@ representative_attempts as (
     -- latest attempt that reports that second.
     select
         vertex_subtask_seconds.*,
-        row_number() over (
-            partition by
-                vertex_subtask_seconds.job_id,
-                vertex_subtask_seconds.vertex_id,
-                vertex_subtask_seconds.subtask_index,
-                vertex_subtask_seconds.second_start_ms
-            order by vertex_subtask_seconds.attempt desc
-        ) as attempt_rank
+        {{ tidemark_attempt_rank('vertex_subtask_seconds', 'second_start_ms') }} as attempt_rank
     from vertex_subtask_seconds
 
 ),

@@ -81,14 +81,8 @@ representative as (
     from (
         select
             subtask_seconds.*,
-            row_number() over (
-                partition by
-                    subtask_seconds.job_id,
-                    subtask_seconds.vertex_id,
-                    subtask_seconds.subtask_index,
-                    subtask_seconds.second_start_ms
-                order by subtask_seconds.attempt desc
-            ) as attempt_rank
+            -- B7: per second, each subtask's latest attempt reporting it.
+            {{ tidemark_attempt_rank('subtask_seconds', 'second_start_ms') }} as attempt_rank
         from subtask_seconds
     ) as ranked_attempts
     where attempt_rank = 1

@@ -146,14 +146,7 @@ current_attempts as (
     -- the subtask that was sampled then.
     select
         task_samplings.*,
-        row_number() over (
-            partition by
-                task_samplings.job_id,
-                task_samplings.vertex_id,
-                task_samplings.subtask_index,
-                task_samplings.sampling_start_ms
-            order by task_samplings.attempt desc
-        ) as attempt_rank
+        {{ tidemark_attempt_rank('task_samplings', 'sampling_start_ms') }} as attempt_rank
     from task_samplings
 
 ),
