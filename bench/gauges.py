@@ -119,16 +119,10 @@ class GaugeBench:
         ]
 
     @property
-    def warm_floor_s(self) -> float:
-        return statistics.median(self.warm_floor_runs)
-
-    @property
-    def warm_full_refresh_s(self) -> float:
-        return statistics.median(self.warm_full_refresh_runs)
-
-    @property
     def warm_full_vs_floor(self) -> float:
-        return self.warm_full_refresh_s / self.warm_floor_s
+        return statistics.median(self.warm_full_refresh_runs) / statistics.median(
+            self.warm_floor_runs
+        )
 
     @property
     def incremental_vs_full(self) -> float:
@@ -141,6 +135,9 @@ class GaugeBench:
 
     def report(self) -> str:
         per_s = self.timer_events / self.full_refresh_s if self.full_refresh_s else 0.0
+        warm_floor_s, warm_full_s = map(
+            statistics.median, (self.warm_floor_runs, self.warm_full_refresh_runs)
+        )
         return "\n".join(
             [
                 f"timer events (after the tail)  {self.timer_events:>12,}",
@@ -154,9 +151,9 @@ class GaugeBench:
                 f"= {self.full_vs_floor:.2f}x floor (target <= 3x), {per_s:,.0f} timer events/s; "
                 f"median of {_seconds(self.full_refresh_runs)}, "
                 f"each against the floor beside it {_ratios(self.full_vs_floor_runs)}",
-                f"warm session: floor             {self.warm_floor_s:>10.1f} s  "
+                f"warm session: floor             {warm_floor_s:>10.1f} s  "
                 f"(median of {_seconds(self.warm_floor_runs)}; after one run to warm up)",
-                f"warm session: full refresh      {self.warm_full_refresh_s:>10.1f} s  "
+                f"warm session: full refresh      {warm_full_s:>10.1f} s  "
                 f"= {self.warm_full_vs_floor:.2f}x the warm floor (tidemark run's way; proposed "
                 f"target <= 3x, decision 0007); median of {_seconds(self.warm_full_refresh_runs)}",
                 f"{f'incremental run, +{self.small_lines} lines':<32}"
