@@ -23,7 +23,8 @@ BENCH_SCALE_MINUTES ?= 12
 # Spark's class archive (decision 0013), one per Java and pinned PySpark, in .cache/jvm/: `make
 # demo` writes it and links the demo lake to it; the tests map the same file (tests/conftest.py
 # names it alike, and writes it in the background when no demo has).
-JVM_ARCHIVE := $(CURDIR)/.cache/jvm/spark-$(shell { java -version 2>&1; grep '^pyspark==' constraints.txt; } | sha256sum | cut -c1-12).jsa
+# The procedures' sources too: their jar is on the driver's class path, which an archive must match.
+JVM_ARCHIVE := $(CURDIR)/.cache/jvm/spark-$(shell { java -version 2>&1; grep '^pyspark==' constraints.txt; cat src/tidemark/spark/java/tidemark/spark/*.java; } | sha256sum | cut -c1-12).jsa
 
 .PHONY: help install chromium demo test test-unit test-live test-live-all test-deep lint format bench clean
 

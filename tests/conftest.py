@@ -41,12 +41,13 @@ os.environ.setdefault(
 
 # Every Spark JVM of the suite maps in one archive of Spark's classes (tidemark.spark.jvm_archive):
 # a start takes about 10 s instead of 18 on two cores, and the suite starts about a dozen. It is
-# .cache/jvm/spark-KEY.jsa, KEY naming this Java and the pinned PySpark, the file `make demo`
-# writes (the Makefile's JVM_ARCHIVE names it alike). Java's compiler and collector options do
-# not matter to it (Java maps an archive written under others). When it is missing, it is
-# written in the background while the first tests run (JVMs that start before it is whole start
-# without it; FIRST below runs the tests that start none first). A run of only pure tests
-# (PURE, `make test-unit`) writes none; TIDEMARK_JVM_ARCHIVE=off or a path of your own overrides.
+# .cache/jvm/spark-KEY.jsa, KEY naming this Java, the pinned PySpark and the procedures' sources,
+# the file `make demo` writes (the Makefile's JVM_ARCHIVE names it alike). Java's compiler and
+# collector options do not matter to it (Java maps an archive written under others). When it is
+# missing, it is written in the background while the first tests run (JVMs that start before it
+# is whole start without it; FIRST below runs the tests that start none first). A run of only
+# pure tests (PURE, `make test-unit`) writes none; TIDEMARK_JVM_ARCHIVE=off or a path of your
+# own overrides.
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -59,8 +60,13 @@ def archive_for_this_machine() -> str:
         java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False)
     except OSError:
         return "off"
-    # As the Makefile's `{ java -version 2>&1; grep '^pyspark==' constraints.txt; }`.
+    # As the Makefile's `{ java -version 2>&1; grep '^pyspark==' constraints.txt; cat ...java; }`:
+    # the procedures' jar is on the driver's class path, which an archive must match.
     key = f"{java.stdout}{java.stderr}pyspark=={version('pyspark')}\n"
+    sources = sorted(
+        (ROOT / "src" / "tidemark" / "spark" / "java" / "tidemark" / "spark").glob("*.java")
+    )
+    key += "".join(source.read_text() for source in sources)
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     return str(ROOT / ".cache" / "jvm" / f"spark-{digest}.jsa")
 

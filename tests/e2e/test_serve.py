@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from bench.serve import figures_query
-from tests.e2e.harness import Server, dbt, free_port, serving, tidemark
+from tests.e2e.harness import BIN, Server, dbt, free_port, run, serving, tidemark
 from tests.events import timer, write_jsonl
 from tidemark.lake import Lake
 from tidemark.spark.session import STORE_VIEW_PLANS
@@ -166,6 +166,29 @@ def test_gauge_and_valve_marts_through_the_server(server, lake: Lake) -> None:
         _query(port, f"select * from tidemark.{mart} limit 5")  # every mart answers a BI tool
     assert _query(port, "select count(*) > 0 from tidemark.fct_valve_emissions") == [(True,)]
     _reads_during_a_build(port, ("fct_subtask_seconds", "dim_vertices"), lake)
+
+
+def test_a_closed_bi_session_leaves_the_procedures_loadable(lake: Lake) -> None:
+    """Issue 64: a BI session that closes before the process first calls its procedures (a
+    dashboard polling a new lake, or a restarted service) closed the class loader that held
+    them: every later build failed with "Cannot find catalog plugin class for catalog
+    'tidemark_system'". Hive's SessionState.close closes its conf's class loaders up to the one
+    that loaded Hive, and the Thrift sessions' chain passed through Spark's loader of spark.jars,
+    where the procedures were; they now load from the driver's class path. The path a user
+    takes, `tidemark run --serve` with clients polling from the first second, is the soak's
+    (bench/soak.py, make test-deep)."""
+    done = run(
+        [str(BIN / "python"), "-m", "tests.e2e.bi_session_closed", str(free_port())],
+        lake,
+        timeout=300,
+    )
+    lines = [line for line in done.stdout.splitlines() if ": " in line]
+    assert lines == [
+        "BI query: failed",
+        "driver thread: ok",
+        "new thread: ok",
+        "new session: ok",
+    ], done.stdout + done.stderr[-3000:]
 
 
 def test_port_taken_and_open_address_are_refused(lake: Lake) -> None:

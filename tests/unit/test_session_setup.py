@@ -34,18 +34,19 @@ def test_java_on_this_machine_is_17_or_newer() -> None:
     assert Path(check_java()).name == "java"
 
 
-def test_the_procedures_jar_joins_sparks_own_jars(
+def test_the_procedures_jar_joins_the_drivers_class_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """spark.jars set by a session replaces spark-defaults.conf's: tidemark's jar is added to it."""
+    """A session's spark.driver.extraClassPath replaces spark-defaults.conf's: tidemark's jar is
+    added to it (the class path, not spark.jars, which a closing BI session closes: issue 64)."""
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
-    assert session.defaults_jars() == ""
+    assert session.spark_default(session.DRIVER_CLASS_PATH) == ""
     (tmp_path / "spark-defaults.conf").write_text(
-        "spark.executor.memory 1g\nspark.jars  /opt/a.jar,/opt/b.jar\n"
+        "spark.executor.memory 1g\nspark.driver.extraClassPath  /opt/a.jar:/opt/b.jar\n"
     )
-    assert session.defaults_jars() == "/opt/a.jar,/opt/b.jar"
+    assert session.spark_default(session.DRIVER_CLASS_PATH) == "/opt/a.jar:/opt/b.jar"
     jar = tmp_path / "p.jar"
-    assert session.with_jar(session.defaults_jars(), jar) == f"/opt/a.jar,/opt/b.jar,{jar}"
+    assert session.with_jar("/opt/a.jar:/opt/b.jar", jar) == f"/opt/a.jar:/opt/b.jar:{jar}"
     assert session.with_jar("", jar) == str(jar)
 
 

@@ -39,6 +39,7 @@ from tidemark.spark.settings import (
 from udfs.spark import register_udfs
 
 LAKE_CONF = "spark.tidemark.lake"
+DRIVER_CLASS_PATH = "spark.driver.extraClassPath"
 STORE_VIEW_PLANS = "spark.sql.legacy.storeAnalyzedPlanForView"
 _LOG4J = Path(__file__).with_name("log4j2.properties")
 
@@ -70,9 +71,9 @@ def check_java() -> str:
     return java
 
 
-def defaults_jars() -> str:
-    """``spark.jars`` of Spark's own ``spark-defaults.conf``, which a session setting of that
-    key would otherwise replace."""
+def spark_default(name: str) -> str:
+    """Setting ``name`` of Spark's own ``spark-defaults.conf``, which a session setting of that
+    key would otherwise replace ("" when it has none)."""
     folder = os.environ.get("SPARK_CONF_DIR") or (
         os.path.join(os.environ["SPARK_HOME"], "conf") if os.environ.get("SPARK_HOME") else None
     )
@@ -81,13 +82,14 @@ def defaults_jars() -> str:
         return ""
     for line in defaults.read_text().splitlines():
         key, _, value = line.strip().partition(" ")
-        if key == "spark.jars":
+        if key == name:
             return value.strip()
     return ""
 
 
-def with_jar(jars: str, jar: Path) -> str:
-    return ",".join([*(j for j in jars.split(",") if j.strip()), str(jar)])
+def with_jar(class_path: str, jar: Path) -> str:
+    """``class_path`` (a driver class path, entries separated by ``:``) with ``jar`` added."""
+    return os.pathsep.join([*(e for e in class_path.split(os.pathsep) if e.strip()), str(jar)])
 
 
 def is_local_master(master: str) -> bool:
@@ -147,7 +149,8 @@ def spark_conf(lake: Lake) -> dict[str, str]:
         # SQL, 0 to 4 without the number; docs/decisions/0007-warm-schedule.md).
         "spark.sql.codegen.useIdInClassName": "false",
         # tidemark's stored procedures (CALL tidemark_system.marts.publish, ...), which the dbt
-        # materializations publish marts with; their jar joins spark.jars at the start.
+        # materializations publish marts with; their jar joins the driver's class path at the
+        # start (spark_session).
         f"spark.sql.catalog.{CATALOG}": CATALOG_CLASS,
     }
     # Local mode talks to itself only; executors elsewhere must reach the driver at an address
@@ -192,8 +195,14 @@ def spark_session(lake: Lake | None = None, extra_conf: dict[str, str] | None = 
         folder.mkdir(parents=True, exist_ok=True)
     builder = SparkSession.builder.enableHiveSupport()
     conf = {**spark_conf(lake), **(extra_conf or {})}
-    jar = procedures_jar(java)
-    conf["spark.jars"] = with_jar(conf.get("spark.jars") or defaults_jars(), jar)
+    # The procedures' jar goes on the driver's own class path, not in spark.jars: Spark loads
+    # spark.jars through a class loader that every Thrift (BI) session's Hive state holds as its
+    # parent, and Hive closes that chain of loaders when the session ends (SessionState.close,
+    # JavaUtils.closeClassLoadersTo): after a BI client disconnected, the next session that
+    # loaded the catalog failed with "Cannot find catalog plugin class" (issue 64). The class
+    # path's loader is where Hive stops closing. See docs/decisions/0015-consistent-reads.md.
+    extra = conf.get(DRIVER_CLASS_PATH) or spark_default(DRIVER_CLASS_PATH)
+    conf[DRIVER_CLASS_PATH] = with_jar(extra, procedures_jar(java))
     for key, value in conf.items():
         builder = builder.config(key, value)
     try:
@@ -213,11 +222,6 @@ def spark_session(lake: Lake | None = None, extra_conf: dict[str, str] | None = 
     # (docs/decisions/0014-what-make-test-runs.md). The Thrift server, whose BI tools share this
     # session, sets it back (serve.py): their temporary views read the marts as they are.
     spark.conf.set(STORE_VIEW_PLANS, "true")
-    # spark.jars reaches the driver's own threads; the Thrift server's run each statement with
-    # the session's class loader, which must find the procedures too.
-    jvm = spark.sparkContext._jvm
-    loader = spark._jsparkSession.sharedState().jarClassLoader()
-    loader.addURL(jvm.java.io.File(str(jar)).toURI().toURL())
     # PySpark logs every failed statement's whole JVM plan and stack as JSON before raising it;
     # the exception itself (what dbt and the CLI show) says what went wrong.
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
