@@ -125,6 +125,26 @@ def _parser() -> argparse.ArgumentParser:
         "--cycles", type=int, default=10, metavar="N", help="how many cycles to show (default 10)"
     )
     status.add_argument("--format", choices=("table", "csv", "jsonl"), default="table")
+    status.add_argument(
+        "--check",
+        action="store_true",
+        help="a probe: one line, exit 0 when healthy, 1 when not (the last cycles failed, a mart "
+        "is behind) or the lake cannot be read",
+    )
+    status.add_argument(
+        "--max-failed", type=int, default=None, metavar="N",
+        help="--check: unhealthy when the last N cycles all failed (default 3; 0: not checked)",
+    )  # fmt: skip
+    status.add_argument(
+        "--max-lag-s", type=int, default=None, metavar="S",
+        help="--check: unhealthy when a per-second mart is more than S seconds behind its job's "
+        "newest landed event (default: not checked)",
+    )  # fmt: skip
+    status.add_argument(
+        "--max-age-s", type=float, default=None, metavar="S",
+        help="--check: unhealthy when the newest cycle (or the run's start, before its first) is "
+        "more than S seconds old (default: not checked)",
+    )  # fmt: skip
     maintain = commands.add_parser(
         "maintain",
         help="keep the lake bounded: expire what is past the retention, compact bronze's days",
@@ -323,7 +343,7 @@ def _run(args: argparse.Namespace) -> int:
     import shlex
     import threading
 
-    from tidemark.health.record import RunRecorder
+    from tidemark.health.record import RunRecorder, mark_run_started
     from tidemark.schedule import WarmCycle, build_args, run_every
     from tidemark.serve import ThriftServer, check_options, listening, stop_on_signals
 
@@ -345,16 +365,22 @@ def _run(args: argparse.Namespace) -> int:
     stop = threading.Event()
     stop_on_signals(stop)
     lake = _lake(args)
+    mark_run_started(lake)  # `tidemark status --check` judges this run from now on
     # The server starts the session (with its settings), the cycles then use the same one.
     server = ThriftServer(lake, options) if options is not None else None
     try:
-        cycle = WarmCycle(lake, args.paths, shlex.split(args.dbt), args.tests_every, landed_files)
+        cycle = WarmCycle(
+            lake, args.paths, shlex.split(args.dbt), args.tests_every, landed_files, args.every
+        )
         if options is not None:
             print(listening(lake, options, "run"), flush=True)
 
         def report(number: int, result, behind: bool) -> None:
             late = f" (took longer than --every {args.every:g} s)" if behind else ""
             print(f"tidemark run: cycle {number}: {result.describe()}{late}", flush=True)
+            failing = result.keeps_failing()
+            if failing is not None:
+                print(failing, flush=True)
 
         cycles = 1 if args.once else args.cycles
         recorded = RunRecorder(lake, cycle.dbt).wrap(cycle)  # each cycle into tidemark.run_log
@@ -423,13 +449,42 @@ def _status(args: argparse.Namespace) -> int:
 
     if args.cycles < 1:
         raise ValueError(f"--cycles must be 1 or more, got {args.cycles}")
+    limits = [args.max_failed, args.max_lag_s, args.max_age_s]
+    if not args.check and any(value is not None for value in limits):
+        raise ValueError("--max-failed, --max-lag-s and --max-age-s go with --check")
     lake = _lake(args)
     if not lake.root.is_dir():
         raise FileNotFoundError(f"no lake at {lake.root}: set TIDEMARK_LAKE or --lake")
+    if args.check:
+        return _check(lake, args)
     found = read_status(lake, args.cycles)
     sections = status_sections(found.cycles, found.freshness, found.disk, found.paths)
     write_sections(sections, found.notes, args.format, write_rows, sys.stdout, sys.stderr)
     return 0
+
+
+def _check(lake, args: argparse.Namespace) -> int:
+    """``tidemark status --check``: one line, ``ok: ...`` on stdout and 0, or ``tidemark status:
+    unhealthy: ...`` on stderr and 1; the last cycles, the run's start and (with --max-lag-s)
+    the marts' newest seconds, read from files."""
+    from tidemark.health.model import MAX_FAILED, Limits
+    from tidemark.health.read import read_check
+
+    max_failed = MAX_FAILED if args.max_failed is None else args.max_failed
+    limits = Limits(max_failed, args.max_lag_s, args.max_age_s)
+    quiet = logging.getLogger("tidemark")
+    level = quiet.level
+    if not args.verbose:  # one line: what reading logs stays out of it
+        quiet.setLevel(logging.ERROR)
+    try:
+        verdict = read_check(lake, limits)
+    finally:
+        quiet.setLevel(level)
+    if verdict.healthy:
+        print(verdict.line())
+        return 0
+    print(f"tidemark status: {verdict.line()}", file=sys.stderr)
+    return 1
 
 
 def parse_time_ms(text: str | None) -> int | None:

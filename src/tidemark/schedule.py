@@ -3,16 +3,20 @@
 One long-lived process keeps one Spark session and one parsed dbt project. Every ``--every``
 seconds it lands the new files of the capture folders (``tidemark ingest``), points the
 ``bronze.*`` views at the new Delta snapshots and runs ``dbt build`` in-process against the same
-session, without unit tests. A cycle that finds nothing new builds nothing. The cost of a cycle
-follows the new data: no JVM start, no Spark warm-up, no project parse.
+session, without unit tests. A cycle that finds nothing new builds nothing, unless the last
+build failed: that one is retried on the next cycle, then after 2, 4, 8, ... cycles while
+nothing new lands (at most ``RETRY_CAP_S`` apart), and at once when new events land. The cost of
+a cycle follows the new data: no JVM start, no Spark warm-up, no project parse.
 
-The loop (`run_every`) is pure and takes the cycle as a function, so its timing rules are tested
-without Spark; `WarmCycle` is the thin part that talks to Spark, ingest and dbt.
+The loop (`run_every`) and when a cycle builds (`Builds`) are pure and take the cycle and the
+build as functions, so their rules are tested without Spark; `WarmCycle` is the thin part that
+talks to Spark, ingest and dbt.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 import time
@@ -30,6 +34,13 @@ log = logging.getLogger("tidemark.run")
 BUILD_ARGS = ("build", "--exclude-resource-type", "unit_test")
 # What a build runs on a cycle without data tests (``--tests-every``).
 WITHOUT_DATA_TESTS = ("--exclude-resource-type", "test")
+# A failed build is retried while nothing new lands after 1, 2, 4, 8, ... cycles, at most this
+# many seconds of cycles apart. A build that fails for good (a broken model, a full disk) costs a
+# whole build each time (most of a minute on two cores, taken from the BI queries `--serve`
+# answers); one that failed by chance is retried within ten minutes, and at once when events land.
+RETRY_CAP_S = 600.0
+# From this many failed builds in a row, each failed build says that the builds keep failing.
+KEEPS_FAILING = 3
 
 
 def build_args(build: int, tests_every: int, extra: Sequence[str] = ()) -> list[str]:
@@ -45,15 +56,99 @@ def build_args(build: int, tests_every: int, extra: Sequence[str] = ()) -> list[
 class CycleResult:
     landed: int  # events accepted into bronze by this cycle's ingest
     ingest_s: float
-    build_s: float | None  # None: nothing new, no build
-    ok: bool  # ingest had no file error and the build (if any) succeeded
+    build_s: float | None  # None: no build (nothing new, or waiting to retry a failed build)
+    ok: bool  # ingest had no file error, the build (if any) succeeded, none is waiting to retry
     detail: str = ""
+    failed_builds: int = 0  # failed builds in a row, this cycle's included (0: the last built)
+    retry_in: int | None = None  # after a failed build: cycles to its retry if nothing lands
 
     def describe(self) -> str:
-        build = "no build (nothing new)" if self.build_s is None else f"build {self.build_s:.1f} s"
+        if self.build_s is not None:
+            build = f"build {self.build_s:.1f} s"
+        else:
+            build = "no build" if self.failed_builds else "no build (nothing new)"
         state = "ok" if self.ok else "FAILED"
         text = f"{state}: {self.landed} events landed in {self.ingest_s:.1f} s, {build}"
         return f"{text}; {self.detail}" if self.detail else text
+
+    def keeps_failing(self) -> str | None:
+        """The line a run prints after each failed build from the KEEPS_FAILING-th in a row."""
+        if self.build_s is None or self.failed_builds < KEEPS_FAILING:
+            return None
+        return (
+            f"tidemark run: {self.failed_builds} builds in a row failed; the next retry is "
+            f"{_in_cycles(self.retry_in or 1)} or as soon as new events land; the errors are in "
+            "tidemark status and tidemark.run_log"
+        )
+
+
+def _in_cycles(count: int) -> str:
+    return "on the next cycle" if count == 1 else f"in {count} cycles"
+
+
+def retry_cap(every_s: float) -> int:
+    """The most cycles between two retries of a failed build: RETRY_CAP_S of ``every_s``."""
+    return max(1, math.ceil(RETRY_CAP_S / every_s))
+
+
+class Builds:
+    """Whether a cycle builds, and what its result says: pure, the build is a function.
+
+    A cycle builds when new events landed, on a process's first cycle (a lake whose last build
+    failed before a restart builds at once), and to retry a failed build: on the next cycle
+    after the first failure, then, while nothing new lands, 2, 4, 8, ... cycles after the last
+    failure, at most ``cap`` cycles apart. A cycle that waits to retry builds nothing and fails
+    (the marts miss what landed), saying when the retry comes and the last build's error."""
+
+    def __init__(self, cap: int = retry_cap(60.0), clock: Callable[[], float] = time.perf_counter):
+        if cap < 1:
+            raise ValueError(f"the retry cap must be 1 cycle or more, got {cap}")
+        self.cap = cap
+        self._clock = clock
+        self.built_once = False  # in this process
+        self.failed = 0  # failed builds in a row
+        self.waited = 0  # cycles without a build since the last failed one
+        self.last_error = ""
+
+    def retry_gap(self) -> int:
+        """Cycles from the last failed build to its retry while nothing new lands."""
+        return min(2 ** (self.failed - 1), self.cap) if self.failed else 0
+
+    def cycle(
+        self, landed: int, ingest_s: float, problems: Sequence[str], build: Callable[[], str | None]
+    ) -> CycleResult:
+        """A cycle after its ingest landed ``landed`` events with ``problems`` (missing paths,
+        unreadable files); ``build`` runs dbt build and returns None, or what failed."""
+        notes = list(problems)
+        if self.failed and not landed and self.waited + 1 < self.retry_gap():
+            self.waited += 1
+            wait = self.retry_gap() - self.waited
+            notes += [
+                f"retrying after a failed build {_in_cycles(wait)}",
+                f"{self._in_a_row()}, the last: {self.last_error}",
+            ]
+            return CycleResult(landed, ingest_s, None, False, "; ".join(notes), self.failed, wait)
+        if not self.failed and self.built_once and not landed:
+            return CycleResult(landed, ingest_s, None, not problems, "; ".join(notes))
+        if self.failed:
+            notes.append(f"retrying after a failed build (attempt {self.failed + 1})")
+        began = self._clock()
+        error = build()
+        build_s = self._clock() - began
+        self.waited = 0
+        if error is None:
+            self.failed, self.built_once, self.last_error = 0, True, ""
+            return CycleResult(landed, ingest_s, build_s, not problems, "; ".join(notes))
+        self.failed += 1
+        self.last_error = f"dbt build failed: {error}"
+        notes.append(self.last_error)
+        if self.failed >= KEEPS_FAILING:
+            notes.append(self._in_a_row())
+        detail = "; ".join(notes)
+        return CycleResult(landed, ingest_s, build_s, False, detail, self.failed, self.retry_gap())
+
+    def _in_a_row(self) -> str:
+        return f"{self.failed} builds in a row failed"
 
 
 def run_every(
@@ -69,7 +164,8 @@ def run_every(
     progress finishes first) or ``max_cycles`` ran. A cycle that overruns its slot is followed at
     once by the next, and the slots it covered are skipped, not queued: a schedule that falls
     behind catches up with one cycle, which ingests everything new. A failed cycle does not end
-    the loop (the next one retries what failed). Returns 0 when the last cycle was ok, else 1.
+    the loop (the cycle retries what failed: ``Builds``). Returns 0 when the last cycle was ok,
+    else 1.
     """
     if every_s <= 0:
         raise ValueError(f"--every must be a positive number of seconds, got {every_s}")
@@ -102,6 +198,7 @@ class WarmCycle:
         dbt_args: Sequence[str] = (),
         tests_every: int = 1,
         landed_files: LandedFiles | None = None,
+        every_s: float = 60.0,
     ) -> None:
         from dbt.cli.main import dbtRunner
 
@@ -114,6 +211,7 @@ class WarmCycle:
         self.tests_every = tests_every
         self.dbt_args = build_args(1, tests_every, dbt_args)
         self._builds = 0
+        self.builds = Builds(retry_cap(every_s))
         # Its builds are parts of cycles, which tidemark run records whole (tidemark.health):
         # the on-run-end hook that records other builds leaves them alone.
         os.environ[RECORDER_ENV] = "tidemark run"
@@ -123,7 +221,6 @@ class WarmCycle:
         if not parsed.success:
             raise RuntimeError(f"dbt parse failed: {parsed.exception or 'see dbt output above'}")
         self._manifest = parsed.result
-        self._built_once = False
 
     def dbt(self, args: Sequence[str]):
         """A dbt invocation on the parsed project. Each gets its own copy of the manifest: dbt
@@ -135,7 +232,6 @@ class WarmCycle:
 
     def __call__(self) -> CycleResult:
         from tidemark.ingest.landing import ingest
-        from tidemark.spark.bronze import register_bronze
 
         began = time.perf_counter()
         present = [p for p in self.paths if p.exists()]
@@ -146,18 +242,17 @@ class WarmCycle:
         landed = sum(f.accepted for f in report.files) if report else 0
         errors = [f.error for f in report.errors] if report else []
         ingest_s = time.perf_counter() - began
-        detail = "; ".join([*(f"{m}: no such file or folder" for m in missing), *errors])
-        if landed == 0 and self._built_once:
-            return CycleResult(landed, ingest_s, None, not (missing or errors), detail)
-        began = time.perf_counter()
+        problems = [*(f"{m}: no such file or folder" for m in missing), *errors]
+        return self.builds.cycle(landed, ingest_s, problems, self._build)
+
+    def _build(self) -> str | None:
+        """One dbt build on the new bronze snapshots: None, or what failed."""
+        from tidemark.spark.bronze import register_bronze
+
         register_bronze(self.spark, self.lake)
         self._builds += 1
         built = self.dbt(build_args(self._builds, self.tests_every, self.extra_args))
-        self._built_once = self._built_once or built.success
-        if not built.success:
-            detail = "; ".join(filter(None, [detail, f"dbt build failed: {_failures(built)}"]))
-        ok = built.success and not (missing or errors)
-        return CycleResult(landed, ingest_s, time.perf_counter() - began, ok, detail.strip("; "))
+        return None if built.success else _failures(built) or "see dbt's output"
 
 
 def _failures(built) -> str:

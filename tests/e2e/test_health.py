@@ -1,7 +1,7 @@
 """tidemark's own health on the demo lake (contract §7 "health"): tidemark.run_log as builds and
-tidemark run write it, read with Spark SQL as a BI tool does, and `tidemark status` while
-another process (the lake's warm worker) holds the metastore, held to plain SQL over the marts
-and bronze. `tidemark run` as a real process: test_health_run.py (deep)."""
+tidemark run write it, read with Spark SQL as a BI tool does, and `tidemark status` (and its
+`--check`) while another process (the lake's warm worker) holds the metastore, held to plain SQL
+over the marts and bronze. `tidemark run` as a real process: test_health_run.py (deep)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import pytest
 from tests.e2e.conftest import CHANGED_VARS, DemoLake
 from tests.e2e.harness import tidemark
 from tidemark.health.model import (
+    LAG_MARTS,
     MARTS,
     Cycle,
     Freshness,
@@ -107,6 +108,44 @@ def test_status_matches_plain_sql_while_another_process_holds_the_lake(
     for row in hook:
         assert row["landed_ts_ms"] == planned[row["job_id"]]
         assert row["newest_second_ms"] == newest.get((row["mart_name"], row["job_id"])), row
+
+
+def test_status_check_reads_the_newest_cycle_and_the_lag_as_plain_sql(
+    demo_lake: DemoLake,
+) -> None:
+    """`tidemark status --check` (the probe: files only, while the warm worker holds the lake):
+    the newest cycle Spark wrote to tidemark.run_log and the per-second marts' largest lag as
+    plain SQL sees them; one line, 0 within the limits, 1 past one."""
+    warm, lake = demo_lake.warm, demo_lake.lake
+    landed, newest = _landed_by_sql(warm), _newest_by_sql(warm)
+    most = max(
+        (landed[job] // 1000 * 1000 - newest[(mart, job)]) // 1000
+        for job in active_jobs(landed)
+        for mart in LAG_MARTS
+        if (mart, job) in newest
+    )
+    (last,) = warm.sql_rows(
+        "select max_by(outcome, cycle_started_at) as outcome, "
+        "date_format(max(cycle_started_at), \"yyyy-MM-dd'T'HH:mm:ss'Z'\") as at "
+        "from tidemark.run_log where row_kind = 'cycle'"
+    )
+    probe = ("status", "--check", "--max-failed", "0", "--max-lag-s")
+    healthy = tidemark(*probe, str(most), lake=lake)
+    assert (healthy.returncode, healthy.stderr) == (0, ""), healthy.stderr
+    (line,) = healthy.stdout.splitlines()
+    assert line.startswith(f"ok: the newest cycle {last['outcome']}, at {last['at']}, "), line
+    assert line.endswith(f" s ago; marts at most {most} s behind"), line
+    stale = tidemark(*probe, str(most), "--max-age-s", "0", lake=lake)
+    assert (stale.returncode, stale.stdout) == (1, ""), stale.stdout
+    (line,) = stale.stderr.splitlines()
+    assert line.startswith(f"tidemark status: unhealthy: no cycle since {last['at']}, "), line
+    assert line.endswith(" s ago (--max-age-s 0)"), line
+    if most > 0:  # 3 s on the demo lake as built; other tests of the group rebuild marts
+        behind = tidemark(*probe, str(most - 1), lake=lake)
+        assert (behind.returncode, behind.stdout) == (1, ""), behind.stdout
+        (line,) = behind.stderr.splitlines()
+        assert line.startswith("tidemark status: unhealthy: tidemark.fct_"), line
+        assert f" is {most} s behind job " in line and f"(--max-lag-s {most - 1})" in line
 
 
 def test_a_failed_build_is_recorded_with_its_error(demo_lake: DemoLake) -> None:

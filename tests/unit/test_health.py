@@ -21,6 +21,7 @@ from deltalake import DeltaTable, write_deltalake
 from tidemark.health import read
 from tidemark.health.model import (
     ACTIVE_JOB_HOURS,
+    LAG_MARTS,
     MARTS,
     MAX_JOBS,
     RETENTION_DAYS,
@@ -28,7 +29,10 @@ from tidemark.health.model import (
     Cycle,
     DiskUsage,
     Freshness,
+    Limits,
+    Verdict,
     active_jobs,
+    check,
     freshness,
     human_bytes,
     macro_args,
@@ -37,7 +41,7 @@ from tidemark.health.model import (
     status_sections,
     write_sections,
 )
-from tidemark.health.record import RunRecorder
+from tidemark.health.record import RunRecorder, mark_run_started
 from tidemark.lake import Lake
 from tidemark.schedule import CycleResult, _failures
 from tidemark.sql import write_rows
@@ -409,6 +413,182 @@ def test_the_status_command_prints_one_line_errors(tmp_path: Path, capsys) -> No
     captured = capsys.readouterr()
     assert {json.loads(line)["section"] for line in captured.out.splitlines()} == {"disk"}
     assert "tidemark status: note: no cycle recorded yet" in captured.err
+
+
+# -- tidemark status --check: the verdict -----------------------------------------------------
+
+NOW = dt.datetime(2026, 11, 28, 12, 0, tzinfo=dt.UTC)
+
+
+def _ago(minutes: float, outcome: str = "ok", error: str | None = None) -> Cycle:
+    return Cycle(NOW - dt.timedelta(minutes=minutes), "tidemark run", outcome, error_message=error)
+
+
+def test_check_fails_when_the_last_cycles_all_failed() -> None:
+    failed = [_ago(1, "failed", "dbt build failed: fct_x: boom"), _ago(2, "failed", "b"),
+              _ago(3, "failed", "c"), _ago(4)]  # fmt: skip
+    verdict = check(failed, [], NOW)
+    assert not verdict.healthy
+    assert verdict.line() == (
+        "unhealthy: the last 3 cycles failed (--max-failed 3); the newest, at "
+        "2026-11-28T11:59:00Z, 60 s ago: dbt build failed: fct_x: boom"
+    )
+    assert check(failed[1:], [], NOW).healthy  # failed, failed, ok: not three in a row
+    assert check(failed[:3], [], NOW, Limits(max_failed=4)).healthy
+    assert check(failed, [], NOW, Limits(max_failed=0)).healthy  # 0: not checked
+    ok = check([_ago(1, "nothing new"), *failed[1:]], [], NOW)
+    assert ok == Verdict(True, "the newest cycle nothing new, at 2026-11-28T11:59:00Z, 60 s ago")
+
+
+def test_check_judges_a_restarted_run_by_its_own_cycles_and_spares_it_until_its_first() -> None:
+    """The process before it failed three times (a liveness probe restarted it): the new run is
+    starting, not failing; once it has cycles of its own only those count."""
+    before = [_ago(10, "failed", "x"), _ago(11, "failed", "x"), _ago(12, "failed", "x")]
+    started = NOW - dt.timedelta(minutes=5)
+    assert not check(before, [], NOW).healthy
+    starting = check(before, [], NOW, run_started=started)
+    assert starting.line() == "ok: tidemark run started 300 s ago; its first cycle is not " \
+        "recorded yet"  # fmt: skip
+    late = check(before, [], NOW, Limits(max_age_s=120), run_started=started)
+    assert late.line() == (
+        "unhealthy: tidemark run started 300 s ago and has recorded no cycle (--max-age-s 120)"
+    )
+    own = [_ago(1, "failed", "y"), _ago(2, "failed", "y"), *before]
+    assert check(own, [], NOW, run_started=started).healthy  # two of its own failed, not three
+    assert not check([_ago(0.5, "failed", "y"), *own], [], NOW, run_started=started).healthy
+
+
+def test_check_fails_when_no_cycle_came_for_max_age_s() -> None:
+    cycles = [_ago(20), _ago(21)]
+    assert check(cycles, [], NOW).healthy  # not checked by default
+    verdict = check(cycles, [], NOW, Limits(max_age_s=900))
+    assert verdict.line() == (
+        "unhealthy: no cycle since 2026-11-28T11:40:00Z, 1200 s ago (--max-age-s 900)"
+    )
+    assert check(cycles, [], NOW, Limits(max_age_s=1200)).healthy
+
+
+def test_check_with_nothing_recorded_is_healthy() -> None:
+    """A lake no cycle was recorded on has not failed; a run that is starting notes its start."""
+    assert check([], [], NOW, Limits(max_lag_s=0, max_age_s=0)).line() == (
+        "ok: no cycle recorded yet"
+    )
+
+
+def test_check_holds_the_per_second_marts_to_max_lag_s() -> None:
+    landed = 1_704_067_349_998  # 00:02:29.998
+    fresh = [
+        Freshness("a", "fct_subtask_seconds", landed, landed // 1000 * 1000 - 400_000),
+        Freshness("b", "fct_vertex_seconds", landed, landed // 1000 * 1000 - 301_000),
+        Freshness("a", "fct_watermark_seconds", landed, None),  # nothing of the job: not behind
+        Freshness("a", "fct_valve_emissions", landed, 0),  # a mart of changes: no delay
+        Freshness("a", "fct_subtask_flink_gauges", landed, landed - 900_000),
+    ]
+    assert set(LAG_MARTS) == {"fct_subtask_seconds", "fct_vertex_seconds",
+                              "fct_watermark_seconds", "fct_vertex_watermark_seconds"}  # fmt: skip
+    cycles = [_ago(1)]
+    assert check(cycles, fresh, NOW).healthy  # not checked by default
+    verdict = check(cycles, fresh, NOW, Limits(max_lag_s=300))
+    assert verdict.line() == (
+        "unhealthy: tidemark.fct_subtask_seconds is 400 s behind job a's newest landed event "
+        "(--max-lag-s 300), and 1 more (job, mart) pairs"
+    )
+    assert check(cycles, fresh, NOW, Limits(max_lag_s=400)).line() == (
+        "ok: the newest cycle ok, at 2026-11-28T11:59:00Z, 60 s ago; marts at most 400 s behind"
+    )
+    assert (
+        check(cycles, fresh[2:4], NOW, Limits(max_lag_s=0))
+        .line()
+        .endswith("; no mart second to compare yet")
+    )
+    # failed cycles are said before lag
+    failed = [_ago(m, "failed", "e") for m in (1, 2, 3)]
+    assert "cycles failed" in check(failed, fresh, NOW, Limits(max_lag_s=300)).reason
+
+
+def test_check_limits_and_its_one_line() -> None:
+    with pytest.raises(ValueError, match="--max-failed must be 0 .* got -1"):
+        Limits(max_failed=-1)
+    with pytest.raises(ValueError, match="--max-lag-s must be 0 or more seconds, got -5"):
+        Limits(max_lag_s=-5)
+    long = check([_ago(1, "failed", "e" * 2000)] * 3, [], NOW).line()
+    assert len(long) == 400 and long.endswith("e…") and "\n" not in long
+
+
+# -- tidemark status --check: the command -----------------------------------------------------
+
+
+def _cycle_row(at: dt.datetime, outcome: str, error: str | None = None) -> dict:
+    at = at.replace(tzinfo=None, microsecond=at.microsecond // 1000 * 1000)  # as the writers do
+    return {"cycle_started_at": at, "recorded_by": "tidemark run",
+            "row_kind": "cycle", "outcome": outcome, "error_message": error}  # fmt: skip
+
+
+def test_the_run_notes_its_start_for_the_check(lake: Lake) -> None:
+    assert read.run_started(lake) is None
+    at = dt.datetime(2026, 11, 28, 11, 0, 0, 125000, tzinfo=dt.UTC)
+    assert mark_run_started(lake, at)
+    assert read.run_started(lake) == at
+    assert [p.name for p in read.run_marker_path(lake).parent.iterdir()] == ["run.json"]
+    read.run_marker_path(lake).write_text("{broken")
+    assert read.run_started(lake) is None  # then every cycle counts
+    elsewhere = Lake.from_env(lake.root / "other")
+    elsewhere.root.mkdir()
+    (elsewhere.root / "_health").write_text("a file")  # a lake it cannot note in: the run goes on
+    assert not mark_run_started(elsewhere, at)
+
+
+def test_status_check_prints_one_line_and_exits_1_when_unhealthy(
+    lake: Lake, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tidemark.cli import main
+
+    lake.root.mkdir(parents=True)
+    args = ["--lake", str(lake.root), "status", "--check"]
+    assert main(args) == 0
+    assert capsys.readouterr() == ("ok: no cycle recorded yet\n", "")
+    now = dt.datetime.now(dt.UTC)
+    rows = [_cycle_row(now - dt.timedelta(seconds=s), "failed", f"dbt build failed: {s}")
+            for s in (30, 90, 150)]  # fmt: skip
+    _run_log_file(lake, now.date().isoformat(), "part-0.parquet", rows)
+    assert main(args) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert line.startswith("tidemark status: unhealthy: the last 3 cycles failed (--max-failed 3)")
+    assert line.endswith(": dbt build failed: 30")
+    assert main([*args, "--max-failed", "4"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("ok: the newest cycle failed, at ")
+    # a new run started after them: spared until its first cycle
+    mark_run_started(lake, now - dt.timedelta(seconds=10))
+    assert main(args) == 0
+    assert "its first cycle is not recorded yet" in capsys.readouterr().out
+    assert main([*args, "--max-age-s", "5"]) == 1
+    assert "has recorded no cycle (--max-age-s 5)\n" in capsys.readouterr().err
+    # the limits go with --check; the check of a lake that is not there is an error
+    assert main(["--lake", str(lake.root), "status", "--max-lag-s", "60"]) == 1
+    assert capsys.readouterr().err == (
+        "tidemark status: error: --max-failed, --max-lag-s and --max-age-s go with --check\n"
+    )
+    assert main(["--lake", str(lake.root / "none"), "status", "--check"]) == 1
+    assert "tidemark status: error: no lake at " in capsys.readouterr().err
+
+
+def test_status_check_reads_files_only(lake: Lake) -> None:
+    """The probe starts no JVM and walks no lake: it imports no pyspark and counts no bytes."""
+    write_deltalake(str(lake.bronze_table("timer_events")), _events(("j", 29_998)))
+    code = (
+        "import sys\n"
+        "from tidemark.health import read\n"
+        "read.disk_usage = lambda lake: sys.exit('the probe walked the lake')\n"
+        "from tidemark.cli import main\n"
+        f"code = main(['--lake', {str(lake.root)!r}, 'status', '--check', '--max-lag-s', '5'])\n"
+        "assert 'pyspark' not in sys.modules, 'pyspark was imported'\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "ok: no cycle recorded yet\n", "")
 
 
 # -- tidemark run's recorder ------------------------------------------------------------------

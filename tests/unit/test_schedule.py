@@ -1,5 +1,7 @@
-"""`tidemark run`'s loop (tidemark.schedule.run_every): timing, catching up, failures, stopping.
-A fake clock stands in for time; the warm cycle itself is tested in tests/e2e/test_cli.py."""
+"""`tidemark run`'s loop (tidemark.schedule.run_every): timing, catching up, failures, stopping;
+when a cycle builds (tidemark.schedule.Builds): what is new, a process's first cycle, the retry
+of a failed build and its back-off. A fake clock and a fake build stand in for time and dbt; the
+warm cycle itself is tested in tests/e2e/test_cli.py."""
 
 from __future__ import annotations
 
@@ -7,7 +9,15 @@ import threading
 
 import pytest
 
-from tidemark.schedule import CycleResult, _parse_options, build_args, run_every
+from tidemark.schedule import (
+    KEEPS_FAILING,
+    Builds,
+    CycleResult,
+    _parse_options,
+    build_args,
+    retry_cap,
+    run_every,
+)
 
 
 class FakeTime:
@@ -101,6 +111,133 @@ def test_describe_says_what_a_cycle_did() -> None:
     assert quiet.describe() == (
         "FAILED: 0 events landed in 0.1 s, no build (nothing new); x: no such file or folder"
     )
+
+
+# -- when a cycle builds: Builds -----------------------------------------------------------------
+
+
+class FakeBuild:
+    """dbt build: each call takes the next outcome (None: it succeeded, else what failed)."""
+
+    def __init__(self, *outcomes: str | None) -> None:
+        self.outcomes = list(outcomes)
+        self.calls = 0
+
+    def __call__(self) -> str | None:
+        self.calls += 1
+        return self.outcomes.pop(0) if self.outcomes else "fct_x: still broken"
+
+
+def _cycles(builds: Builds, build: FakeBuild, landed: list[int]) -> list[CycleResult]:
+    return [builds.cycle(n, 0.01, [], build) for n in landed]
+
+
+def test_a_failed_build_is_retried_on_the_next_cycle_though_nothing_new_landed() -> None:
+    """Issue 64: a failed build then a cycle with nothing new said "ok: ... no build (nothing
+    new)", and what had landed never reached the marts."""
+    build = FakeBuild(None, "fct_x: division by zero", None)
+    first, failed, retried, quiet = _cycles(Builds(), build, [20, 5, 0, 0])
+    assert first.ok and first.build_s is not None
+    assert not failed.ok and failed.detail == "dbt build failed: fct_x: division by zero"
+    assert (failed.failed_builds, failed.retry_in) == (1, 1)
+    assert retried.build_s is not None and retried.ok
+    assert retried.detail == "retrying after a failed build (attempt 2)"
+    assert retried.failed_builds == 0
+    assert quiet.build_s is None and quiet.ok and quiet.describe().endswith("(nothing new)")
+    assert build.calls == 3
+
+
+def test_a_new_process_builds_on_its_first_cycle_though_nothing_new_landed() -> None:
+    """A lake whose last build failed before a restart: the new process builds at once."""
+    build = FakeBuild(None)
+    first, second = _cycles(Builds(), build, [0, 0])
+    assert first.build_s is not None and first.ok and first.detail == ""
+    assert second.build_s is None and build.calls == 1
+    # and while its builds have never succeeded, the failed ones are retried with the back-off
+    build = FakeBuild("fct_x: broken", "fct_x: broken", None)
+    results = _cycles(Builds(), build, [0, 0, 0, 0])
+    assert [r.build_s is not None for r in results] == [True, True, False, True]
+
+
+def test_builds_that_keep_failing_are_retried_after_2_4_8_cycles_up_to_the_cap() -> None:
+    build = FakeBuild()  # every build fails
+    results = _cycles(Builds(cap=5), build, [0] * 24)
+    built = [number for number, r in enumerate(results, 1) if r.build_s is not None]
+    assert built == [1, 2, 4, 8, 13, 18, 23]  # gaps 1, 2, 4, then the cap: 5
+    assert [r.failed_builds for r in results[:4]] == [1, 2, 2, 3]
+    assert not any(r.ok for r in results)  # waiting to retry: the marts miss what landed
+    waiting = results[4:7]  # after the third failed build (cycle 4), the retry is on cycle 8
+    assert [r.retry_in for r in waiting] == [3, 2, 1]
+    assert waiting[0].detail == (
+        "retrying after a failed build in 3 cycles; 3 builds in a row failed, the last: "
+        "dbt build failed: fct_x: still broken"
+    )
+    assert waiting[2].detail.startswith("retrying after a failed build on the next cycle; ")
+    assert waiting[0].describe().startswith("FAILED: 0 events landed in 0.0 s, no build; retrying")
+    assert results[7].detail == (
+        "retrying after a failed build (attempt 4); dbt build failed: fct_x: still broken; "
+        "4 builds in a row failed"
+    )
+    assert results[7].retry_in == 5
+
+
+def test_new_events_during_the_back_off_are_built_at_once() -> None:
+    build = FakeBuild("a: broken", "a: broken", "a: broken", None)
+    builds = Builds()
+    _cycles(builds, build, [1, 0, 0])  # builds on cycles 1 and 2; cycle 3 waits (gap 2)
+    assert build.calls == 2
+    (landed,) = _cycles(builds, build, [7])
+    assert landed.build_s is not None and landed.detail.startswith("retrying after a failed")
+    (waits,) = _cycles(builds, build, [0])  # 3 failed now: the retry waits 4 cycles
+    assert waits.build_s is None and waits.retry_in == 3
+    (fixed,) = _cycles(builds, build, [2])
+    assert fixed.ok and fixed.detail == "retrying after a failed build (attempt 4)"
+    assert builds.failed == 0 and builds.retry_gap() == 0
+
+
+def test_a_build_that_keeps_failing_says_so_on_each_failed_build() -> None:
+    build = FakeBuild()
+    results = _cycles(Builds(cap=10), build, [0] * 8)  # builds on cycles 1, 2, 4 and 8
+    lines = [r.keeps_failing() for r in results]
+    assert lines[: KEEPS_FAILING + 1] == [None, None, None, (
+        "tidemark run: 3 builds in a row failed; the next retry is in 4 cycles or as soon as new "
+        "events land; the errors are in tidemark status and tidemark.run_log"
+    )]  # fmt: skip
+    assert lines[4:7] == [None] * 3  # the cycles that wait say so in their own line
+    assert lines[7] is not None and lines[7].startswith(
+        "tidemark run: 4 builds in a row failed; the next retry is in 8 cycles"
+    )
+
+
+def test_problems_of_the_ingest_fail_the_cycle_and_come_first() -> None:
+    builds = Builds()
+    built = builds.cycle(3, 0.1, ["feed: no such file or folder"], FakeBuild(None))
+    assert not built.ok and built.build_s is not None
+    assert built.detail == "feed: no such file or folder"
+    quiet = builds.cycle(0, 0.1, ["feed: no such file or folder"], FakeBuild())
+    assert not quiet.ok and quiet.build_s is None and builds.failed == 0
+
+
+def test_the_retry_cap_is_ten_minutes_of_cycles() -> None:
+    assert [retry_cap(s) for s in (60, 2, 45, 600, 3600)] == [10, 300, 14, 1, 1]
+    with pytest.raises(ValueError, match="the retry cap must be 1 cycle or more, got 0"):
+        Builds(cap=0)
+
+
+def test_the_loop_exits_1_when_its_last_cycle_waits_to_retry_a_failed_build() -> None:
+    fake = FakeTime()
+    builds, build = Builds(), FakeBuild("a: broken", "a: broken")
+    printed: list[str] = []
+
+    def cycle() -> CycleResult:
+        fake.now += 1
+        return builds.cycle(0, 0.0, [], build)
+
+    def report(number: int, result: CycleResult, behind: bool) -> None:
+        printed.append(result.describe())
+
+    assert run_every(5, cycle, threading.Event(), report, 3, fake.clock, fake.wait) == 1
+    assert build.calls == 2 and "no build; retrying after a failed build on the next" in printed[2]
 
 
 def test_parse_sees_the_options_that_shape_the_project() -> None:

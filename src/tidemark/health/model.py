@@ -378,3 +378,116 @@ def write_sections(
             out.write(f"note: {note}\n")
         else:
             err.write(f"tidemark status: note: {note}\n")
+
+
+# -- tidemark status --check ------------------------------------------------------------------
+
+# The marts whose newest second follows the job's newest landed event after every build: the
+# per-second ones. The gauges lag up to a round (4 s) and the sampled back pressure up to a
+# sampling interval by design, and the marts of changes (fct_valve_emissions,
+# fct_task_watermarks) hold a row only where something changed, so their lag is no delay.
+LAG_MARTS = tuple(mart for mart, column in MARTS.items() if column == "second_start_ms")
+# `--max-failed`'s default: this many cycles in a row failed (tidemark run's back-off fails a
+# cycle that waits to retry a failed build, so three are two failed builds a cycle apart and the
+# wait for the third, or a capture folder gone for three cycles).
+MAX_FAILED = 3
+CHECK_CHARS = 400
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What ``tidemark status --check`` holds a lake to; None (or 0 failed) is not checked."""
+
+    max_failed: int = MAX_FAILED
+    max_lag_s: int | None = None
+    max_age_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_failed < 0:
+            raise ValueError(f"--max-failed must be 0 (not checked) or more, got {self.max_failed}")
+        for name, value in (("--max-lag-s", self.max_lag_s), ("--max-age-s", self.max_age_s)):
+            if value is not None and value < 0:
+                raise ValueError(f"{name} must be 0 or more seconds, got {value:g}")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    healthy: bool
+    reason: str
+
+    def line(self) -> str:
+        text = f"{'ok' if self.healthy else 'unhealthy'}: {self.reason}"
+        return text if len(text) <= CHECK_CHARS else text[: CHECK_CHARS - 1] + "…"
+
+
+def check(
+    cycles: Sequence[Cycle],
+    fresh: Sequence[Freshness],
+    now: dt.datetime,
+    limits: Limits = Limits(),
+    run_started: dt.datetime | None = None,
+) -> Verdict:
+    """``tidemark status --check``'s verdict on the newest ``cycles`` and the marts' ``fresh``ness.
+
+    ``run_started`` is when the running ``tidemark run`` started (None: no run noted its start):
+    only its own cycles count, so a run restarted after failed cycles is judged on what it
+    does, and until it records its first cycle it is healthy (starting) unless that takes more
+    than ``max_age_s``. Unhealthy, in this order: no cycle for more than ``max_age_s``; the
+    newest ``max_failed`` cycles all failed; a per-second mart (LAG_MARTS) of a job more than
+    ``max_lag_s`` behind the job's newest landed event. A lake with no cycle and no run is
+    healthy: nothing has failed yet."""
+    newest_first = sorted(cycles, key=lambda c: c.started_at, reverse=True)
+    if run_started is not None:
+        newest_first = [c for c in newest_first if c.started_at >= run_started]
+        if not newest_first:
+            age = _seconds(now - run_started)
+            if limits.max_age_s is not None and age > limits.max_age_s:
+                return Verdict(
+                    False,
+                    f"tidemark run started {age} s ago and has recorded no cycle "
+                    f"(--max-age-s {limits.max_age_s:g})",
+                )
+            return Verdict(
+                True, f"tidemark run started {age} s ago; its first cycle is not recorded yet"
+            )
+    if not newest_first:
+        return Verdict(True, "no cycle recorded yet")
+    newest = newest_first[0]
+    age = _seconds(now - newest.started_at)
+    when = f"{iso_time(newest.started_at)}, {age} s ago"
+    if limits.max_age_s is not None and age > limits.max_age_s:
+        return Verdict(False, f"no cycle since {when} (--max-age-s {limits.max_age_s:g})")
+    failed = 0
+    for cycle in newest_first:
+        if cycle.outcome != "failed":
+            break
+        failed += 1
+    if limits.max_failed and failed >= limits.max_failed:
+        return Verdict(
+            False,
+            f"the last {failed} cycles failed (--max-failed {limits.max_failed}); the newest, at "
+            f"{when}: {newest.error_message or 'no error recorded'}",
+        )
+    said = f"the newest cycle {newest.outcome}, at {when}"
+    if limits.max_lag_s is None:
+        return Verdict(True, said)
+    lags = [(lag, f) for f in fresh if f.mart_name in LAG_MARTS and (lag := f.lag_s) is not None]
+    behind = sorted(
+        ((lag, f) for lag, f in lags if lag > limits.max_lag_s),
+        key=lambda pair: (-pair[0], pair[1].job_id, pair[1].mart_name),
+    )
+    if behind:
+        lag, worst = behind[0]
+        more = f", and {len(behind) - 1} more (job, mart) pairs" if len(behind) > 1 else ""
+        return Verdict(
+            False,
+            f"tidemark.{worst.mart_name} is {lag} s behind job {worst.job_id}'s newest landed "
+            f"event (--max-lag-s {limits.max_lag_s}){more}",
+        )
+    most = max((lag for lag, _ in lags), default=None)
+    lag = "no mart second to compare yet" if most is None else f"marts at most {most} s behind"
+    return Verdict(True, f"{said}; {lag}")
+
+
+def _seconds(delta: dt.timedelta) -> int:
+    return max(0, int(delta.total_seconds()))

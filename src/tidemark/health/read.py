@@ -15,7 +15,9 @@ starting. Each figure costs what is new or what is small, not the lake's history
 - bytes on disk: a walk of the lake's files (its cost follows the number of files; ``tidemark
   run`` measures it once per ``BYTES_EVERY_S``);
 - the last cycles: the newest files of ``tidemark.run_log`` (one per cycle until its day is
-  compacted).
+  compacted);
+- when the running ``tidemark run`` started: ``_health/run.json``, which it writes as it starts
+  (``tidemark status --check`` judges that run by its own cycles).
 """
 
 from __future__ import annotations
@@ -36,7 +38,10 @@ from tidemark.health.model import (
     Cycle,
     DiskUsage,
     Freshness,
+    Limits,
+    Verdict,
     active_jobs,
+    check,
     freshness,
 )
 from tidemark.lake import Lake
@@ -63,6 +68,11 @@ def marts_root(lake: Lake) -> Path:
 
 def run_log_root(lake: Lake) -> Path:
     return marts_root(lake) / "run_log"
+
+
+def run_marker_path(lake: Lake) -> Path:
+    """When the lake's ``tidemark run`` started (``health.record.mark_run_started``)."""
+    return lake.root / "_health" / "run.json"
 
 
 # -- a job's newest landed ts_ms, from the Delta logs -------------------------------------------
@@ -530,6 +540,35 @@ def read_status(lake: Lake, count: int) -> Status:
         notes.append(f"the bytes on disk could not be counted: {_one_line(exc)}")
     paths = {area: str(path) for area, path in disk_paths(lake).items()}
     return Status(cycles, fresh, disk, paths, notes)
+
+
+def run_started(lake: Lake) -> dt.datetime | None:
+    """When the lake's ``tidemark run`` started, as it noted; None when no run did, or the note
+    cannot be read (then every cycle counts)."""
+    path = run_marker_path(lake)
+    try:
+        started = dt.datetime.fromisoformat(json.loads(path.read_text())["started_at"])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log.warning("ignoring %s (%s)", path, exc)
+        return None
+    return started if started.tzinfo is not None else started.replace(tzinfo=dt.UTC)
+
+
+def read_check(lake: Lake, limits: Limits, now: dt.datetime | None = None) -> Verdict:
+    """``tidemark status --check``: the newest ``limits.max_failed`` cycles (at least one), the
+    run's start, and the marts' freshness only when ``limits.max_lag_s`` asks for it; no walk of
+    the lake for its bytes. A part that cannot be read raises."""
+    cycles = last_cycles(lake, max(1, limits.max_failed))
+    fresh: list[Freshness] = []
+    if limits.max_lag_s is not None:
+        landed = landed_newest(lake)
+        jobs = active_jobs(landed)
+        newest, _ = marts_newest(lake, landed, jobs)
+        fresh = freshness(landed, newest, jobs)
+    when = now or dt.datetime.now(dt.UTC)
+    return check(cycles, fresh, when, limits, run_started(lake))
 
 
 def _one_line(exc: BaseException) -> str:

@@ -7,12 +7,19 @@ through the warm dbt project: ``dbt run-operation tidemark_run_log_insert``, the
 write path, which the on-run-end hook of other builds uses too. Bytes on disk cost a walk of
 the lake's files, so they are measured on the first cycle and then once per ``BYTES_EVERY_S``.
 A cycle that cannot be recorded is said in one log line; the run goes on.
+
+As it starts, before Spark, the run notes when in ``_health/run.json`` (``mark_run_started``):
+``tidemark status --check`` then judges it by its own cycles, not by those of the process before
+it, and leaves it be until its first cycle is recorded (unless that takes ``--max-age-s``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
+import os
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -25,13 +32,30 @@ from tidemark.health.model import (
     one_line,
     run_log_rows,
 )
-from tidemark.health.read import disk_usage, landed_newest, marts_newest
+from tidemark.health.read import disk_usage, landed_newest, marts_newest, run_marker_path
 from tidemark.lake import Lake
 from tidemark.schedule import CycleResult
 
 log = logging.getLogger("tidemark.run")
 
 BYTES_EVERY_S = 900.0
+
+
+def mark_run_started(lake: Lake, at: dt.datetime | None = None) -> bool:
+    """Note in the lake that its ``tidemark run`` starts now (written whole, then renamed);
+    False (and a log line) when it cannot: the check then counts every cycle."""
+    path = run_marker_path(lake)
+    started = (at or dt.datetime.now(dt.UTC)).astimezone(dt.UTC)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, partial = tempfile.mkstemp(prefix=".run.", suffix=".partial", dir=path.parent)
+        with os.fdopen(handle, "w") as out:
+            json.dump({"started_at": started.isoformat(), "pid": os.getpid()}, out)
+        os.replace(partial, path)
+    except OSError as exc:
+        log.warning("tidemark run: could not note its start in %s: %s", path, exc)
+        return False
+    return True
 
 
 class RunRecorder:
