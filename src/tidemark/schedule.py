@@ -217,18 +217,19 @@ class WarmCycle:
         os.environ[RECORDER_ENV] = "tidemark run"
         self.spark = spark_session(lake)
         # The project is parsed once, with the options that shape parsing (vars, target).
-        parsed = dbtRunner().invoke(["parse", *_parse_options(self.dbt_args)])
+        parsed = dbtRunner().invoke(quiet(["parse", *_parse_options(self.dbt_args)]))
         if not parsed.success:
             raise RuntimeError(f"dbt parse failed: {parsed.exception or 'see dbt output above'}")
         self._manifest = parsed.result
 
     def dbt(self, args: Sequence[str]):
-        """A dbt invocation on the parsed project. Each gets its own copy of the manifest: dbt
-        marks nodes compiled in the manifest it runs, and a second run on the same object skipped
-        injecting ephemeral models (the staging views) into the queries that use them."""
+        """A dbt invocation on the parsed project, printing errors only (``quiet``). Each gets
+        its own copy of the manifest: dbt marks nodes compiled in the manifest it runs, and a
+        second run on the same object skipped injecting ephemeral models (the staging views)
+        into the queries that use them."""
         from dbt.cli.main import dbtRunner
 
-        return dbtRunner(manifest=self._manifest.deepcopy()).invoke(list(args))
+        return dbtRunner(manifest=self._manifest.deepcopy()).invoke(quiet(args))
 
     def __call__(self) -> CycleResult:
         from tidemark.ingest.landing import ingest
@@ -253,6 +254,15 @@ class WarmCycle:
         self._builds += 1
         built = self.dbt(build_args(self._builds, self.tests_every, self.extra_args))
         return None if built.success else _failures(built) or "see dbt's output"
+
+
+def quiet(args: Sequence[str]) -> list[str]:
+    """``args`` of a dbt command with ``--quiet`` after the command: a cycle's line says what
+    the cycle did, and dbt's 150 lines a build (one a model and test, more for each failure)
+    drowned it (issue 64). dbt's log file (``logs/dbt.log``, rotated at 10 MB) keeps them all,
+    and ``tidemark.run_log`` the failures. ``--no-quiet`` in ``--dbt`` comes later and wins."""
+    command, *rest = args
+    return [command, "--quiet", *rest]
 
 
 def _failures(built) -> str:

@@ -19,7 +19,12 @@ import threading
 from dataclasses import dataclass, field
 
 from tidemark.lake import BRONZE_TABLES, Lake
-from tidemark.spark.settings import RESOURCES_DIR, resources_folder
+from tidemark.spark.settings import (
+    LOCAL_SCRATCH_DIR,
+    RESOURCES_DIR,
+    local_scratch_folder,
+    resources_folder,
+)
 
 log = logging.getLogger("tidemark.serve")
 
@@ -83,6 +88,9 @@ def server_conf(lake: Lake, options: ServeOptions) -> dict[str, str]:
         # closes. With one folder for every session (spark_conf), a BI client's close raced
         # another's open ("Couldn't create directory"); so a folder per session here.
         f"spark.hadoop.{RESOURCES_DIR}": str(resources_folder(lake) / "${hive.session.id}"),
+        # Where a closing session looks for its .pipeout files: by default /tmp/<user>, which
+        # no one creates, so every close logged "Unable to access pipeout files" (issue 64).
+        f"spark.hadoop.{LOCAL_SCRATCH_DIR}": str(local_scratch_folder(lake)),
     }
     for key, value in options.hiveconf.items():
         conf[f"spark.hadoop.{key}"] = value
@@ -119,7 +127,11 @@ class ThriftServer:
         # The BI tools share this session: a temporary view of theirs over a mart must read the
         # mart as it is at each query, after every publish, not the files of when it was made.
         self.spark.conf.set(STORE_VIEW_PLANS, "false")
-        hive = self.spark._jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2
+        jvm = self.spark._jvm
+        # A BI client's failed statement in one log line (log4j2.properties turns the server's
+        # own three stacks off).
+        self.spark.sparkContext._jsc.sc().addSparkListener(jvm.tidemark.spark.BiQueryLog())
+        hive = jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2
         self._server = hive.startWithContext(self.spark._jsparkSession.sqlContext())
 
     def stop(self) -> None:

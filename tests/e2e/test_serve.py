@@ -174,7 +174,8 @@ def test_a_closed_bi_session_leaves_the_procedures_loadable(lake: Lake) -> None:
     them: every later build failed with "Cannot find catalog plugin class for catalog
     'tidemark_system'". Hive's SessionState.close closes its conf's class loaders up to the one
     that loaded Hive, and the Thrift sessions' chain passed through Spark's loader of spark.jars,
-    where the procedures were; they now load from the driver's class path. The path a user
+    where the procedures were; they now load from the driver's class path. The failed query is
+    one line of the log. The path a user
     takes, `tidemark run --serve` with clients polling from the first second, is the soak's
     (bench/soak.py, make test-deep)."""
     done = run(
@@ -189,6 +190,15 @@ def test_a_closed_bi_session_leaves_the_procedures_loadable(lake: Lake) -> None:
         "new thread: ok",
         "new session: ok",
     ], done.stdout + done.stderr[-3000:]
+    # The failed BI query is one log line, its error class and first characters; the server's
+    # three stacks and Hive's "Unable to access pipeout files" at the session's close are gone.
+    said = [line for line in done.stderr.splitlines() if line.strip()]
+    [failed] = [line for line in said if "BI query failed" in line]
+    assert failed.endswith(
+        "WARN bi: BI query failed (TABLE_OR_VIEW_NOT_FOUND): "
+        "select count(*) from tidemark.fct_subtask_seconds"
+    ), failed
+    assert not [line for line in said if "pipeout" in line or line.startswith("\tat ")], said
 
 
 def test_port_taken_and_open_address_are_refused(lake: Lake) -> None:

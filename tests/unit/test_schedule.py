@@ -290,3 +290,15 @@ def test_run_serve_refuses_an_open_address_or_a_taken_port_before_starting_spark
         assert main([*lake, "run", str(tmp_path), "--serve", "--port", str(port)]) == 1
     assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
     assert not (tmp_path / "lake" / "metastore").exists()  # Spark never started
+
+
+def test_the_runs_dbt_commands_print_errors_only_and_the_users_dbt_options_win() -> None:
+    """Issue 64: dbt's 150 lines a build drowned the cycle's line; `--no-quiet` in `--dbt` (the
+    build's arguments come after the command) turns it back on: click takes the last."""
+    from tidemark.schedule import build_args, quiet
+
+    assert quiet(["run-operation", "tidemark_run_log_insert"]) == [
+        "run-operation", "--quiet", "tidemark_run_log_insert",
+    ]  # fmt: skip
+    loud = quiet(build_args(1, 1, ["--no-quiet"]))
+    assert loud[:2] == ["build", "--quiet"] and loud[-1] == "--no-quiet"

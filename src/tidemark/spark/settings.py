@@ -16,6 +16,7 @@ from tidemark.lake import Lake
 DELTA_MODES = ("deltars", "native")
 JVM_ARCHIVE = "TIDEMARK_JVM_ARCHIVE"
 RESOURCES_DIR = "hive.downloaded.resources.dir"
+LOCAL_SCRATCH_DIR = "hive.exec.local.scratchdir"
 # Java says nothing of an archive it cannot use (another Java or class path): it falls back to
 # loading the classes from the jars, which is only slower.
 QUIET_ARCHIVE = "-Xlog:cds=off -Xlog:cds+dynamic=off"
@@ -50,6 +51,14 @@ def jvm_options() -> str:
 def resources_folder(lake: Lake) -> Path:
     """Where Hive keeps a session's downloaded resources (``RESOURCES_DIR``: ADD JAR, ADD FILE)."""
     return lake.metastore / "downloaded-resources"
+
+
+def local_scratch_folder(lake: Lake) -> Path:
+    """Hive's local scratch folder (``LOCAL_SCRATCH_DIR``), made here: a Thrift session looks for
+    its ``.pipeout`` files there as it closes (it writes none)."""
+    folder = lake.metastore / "local-scratch"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def archive_path(lake: Lake) -> Path | None:
