@@ -21,10 +21,9 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-from tidemark.health.model import RECORDER_ENV
+from tidemark.cycles import KEEPS_FAILING, RECORDER_ENV, CycleResult, in_cycles
 from tidemark.ingest.landed import LandedFiles
 from tidemark.lake import Lake
 
@@ -39,8 +38,6 @@ WITHOUT_DATA_TESTS = ("--exclude-resource-type", "test")
 # whole build each time (most of a minute on two cores, taken from the BI queries `--serve`
 # answers); one that failed by chance is retried within ten minutes, and at once when events land.
 RETRY_CAP_S = 600.0
-# From this many failed builds in a row, each failed build says that the builds keep failing.
-KEEPS_FAILING = 3
 
 
 def build_args(build: int, tests_every: int, extra: Sequence[str] = ()) -> list[str]:
@@ -50,40 +47,6 @@ def build_args(build: int, tests_every: int, extra: Sequence[str] = ()) -> list[
         raise ValueError(f"--tests-every must be 1 or more, got {tests_every}")
     with_tests = (build - 1) % tests_every == 0
     return [*BUILD_ARGS, *(() if with_tests else WITHOUT_DATA_TESTS), *extra]
-
-
-@dataclass(frozen=True)
-class CycleResult:
-    landed: int  # events accepted into bronze by this cycle's ingest
-    ingest_s: float
-    build_s: float | None  # None: no build (nothing new, or waiting to retry a failed build)
-    ok: bool  # ingest had no file error, the build (if any) succeeded, none is waiting to retry
-    detail: str = ""
-    failed_builds: int = 0  # failed builds in a row, this cycle's included (0: the last built)
-    retry_in: int | None = None  # after a failed build: cycles to its retry if nothing lands
-
-    def describe(self) -> str:
-        if self.build_s is not None:
-            build = f"build {self.build_s:.1f} s"
-        else:
-            build = "no build" if self.failed_builds else "no build (nothing new)"
-        state = "ok" if self.ok else "FAILED"
-        text = f"{state}: {self.landed} events landed in {self.ingest_s:.1f} s, {build}"
-        return f"{text}; {self.detail}" if self.detail else text
-
-    def keeps_failing(self) -> str | None:
-        """The line a run prints after each failed build from the KEEPS_FAILING-th in a row."""
-        if self.build_s is None or self.failed_builds < KEEPS_FAILING:
-            return None
-        return (
-            f"tidemark run: {self.failed_builds} builds in a row failed; the next retry is "
-            f"{_in_cycles(self.retry_in or 1)} or as soon as new events land; the errors are in "
-            "tidemark status and tidemark.run_log"
-        )
-
-
-def _in_cycles(count: int) -> str:
-    return "on the next cycle" if count == 1 else f"in {count} cycles"
 
 
 def retry_cap(every_s: float) -> int:
@@ -124,7 +87,7 @@ class Builds:
             self.waited += 1
             wait = self.retry_gap() - self.waited
             notes += [
-                f"retrying after a failed build {_in_cycles(wait)}",
+                f"retrying after a failed build {in_cycles(wait)}",
                 f"{self._in_a_row()}, the last: {self.last_error}",
             ]
             return CycleResult(landed, ingest_s, None, False, "; ".join(notes), self.failed, wait)

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
+from tidemark.cycles import CycleResult
 from tidemark.health import read
 from tidemark.health.model import (
     ACTIVE_JOB_HOURS,
@@ -43,7 +44,7 @@ from tidemark.health.model import (
 )
 from tidemark.health.record import RunRecorder, mark_run_started
 from tidemark.lake import Lake
-from tidemark.schedule import CycleResult, _failures
+from tidemark.schedule import _failures
 from tidemark.sql import write_rows
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,10 +9,9 @@ import threading
 
 import pytest
 
+from tidemark.cycles import KEEPS_FAILING, CycleResult
 from tidemark.schedule import (
-    KEEPS_FAILING,
     Builds,
-    CycleResult,
     _parse_options,
     build_args,
     retry_cap,

@@ -69,9 +69,6 @@ MAX_JOBS = 50
 # before the others has ended.
 ACTIVE_JOB_HOURS = 24
 ERROR_CHARS = 2000
-# Set by ``tidemark run`` for its in-process dbt builds: the cycle is recorded as a whole by the
-# run, so the build's on-run-end hook (macros/tidemark_record_run.sql) records nothing.
-RECORDER_ENV = "TIDEMARK_RUN_LOG_RECORDER"
 
 
 @dataclass(frozen=True)
@@ -102,7 +99,7 @@ class Cycle:
         build_s: float | None,
         detail: str = "",
     ) -> Cycle:
-        """A ``tidemark run`` cycle from what it reported (``schedule.CycleResult``)."""
+        """A ``tidemark run`` cycle from what it reported (``tidemark.cycles.CycleResult``)."""
         outcome = "failed" if not ok else "nothing new" if build_s is None else "ok"
         return cls(
             started_at.astimezone(dt.UTC),

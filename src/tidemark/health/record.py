@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from tidemark.cycles import CycleResult
 from tidemark.health.model import (
     Cycle,
     active_jobs,
@@ -34,7 +35,6 @@ from tidemark.health.model import (
 )
 from tidemark.health.read import disk_usage, landed_newest, marts_newest, run_marker_path
 from tidemark.lake import Lake
-from tidemark.schedule import CycleResult
 
 log = logging.getLogger("tidemark.run")
 
