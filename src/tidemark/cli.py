@@ -341,85 +341,24 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     import shlex
-    import threading
 
-    from tidemark.health.record import RunRecorder, mark_run_started
-    from tidemark.schedule import WarmCycle, build_args, run_every
-    from tidemark.serve import ThriftServer, check_options, listening, stop_on_signals
-
-    # Checked before Spark starts, so a typo costs no start-up.
-    if args.every <= 0:
-        raise ValueError(f"--every must be a positive number of seconds, got {args.every:g}")
-    if args.maintain_every is not None and args.maintain_every <= 0:
-        raise ValueError(
-            f"--maintain-every must be a positive number of seconds, got {args.maintain_every:g}"
-        )
-    _retention(args)
     from tidemark.ingest.landed import LandedFiles
+    from tidemark.service import RunOptions, run
 
-    landed_files = LandedFiles.parse(args.landed_files)
-    build_args(1, args.tests_every)
-    options = _serve_options(args) if args.serve else None
-    if options is not None:
-        check_options(options)
-    stop = threading.Event()
-    stop_on_signals(stop)
-    lake = _lake(args)
-    mark_run_started(lake)  # `tidemark status --check` judges this run from now on
-    # The server starts the session (with its settings), the cycles then use the same one.
-    server = ThriftServer(lake, options) if options is not None else None
-    try:
-        cycle = WarmCycle(
-            lake, args.paths, shlex.split(args.dbt), args.tests_every, landed_files, args.every
-        )
-        if options is not None:
-            print(listening(lake, options, "run"), flush=True)
-
-        def report(number: int, result, behind: bool) -> None:
-            late = f" (took longer than --every {args.every:g} s)" if behind else ""
-            print(f"tidemark run: cycle {number}: {result.describe()}{late}", flush=True)
-            failing = result.keeps_failing()
-            if failing is not None:
-                print(failing, flush=True)
-
-        cycles = 1 if args.once else args.cycles
-        recorded = RunRecorder(lake, cycle.dbt).wrap(cycle)  # each cycle into tidemark.run_log
-        if args.maintain_every is not None:
-            recorded = _maintained(recorded, lake, args, cycle.spark)
-        return run_every(args.every, recorded, stop, report, max_cycles=cycles)
-    finally:
-        if server is not None:
-            print("tidemark run: stopping the server", flush=True)
-            server.stop()
-
-
-def _maintained(cycle, lake, args: argparse.Namespace, spark):
-    """``cycle`` followed, at most every ``--maintain-every`` seconds, by maintenance on the same
-    session: between two cycles, so never while one writes."""
-    from tidemark.maintain import maintain
-
-    last = [float("-inf")]
-
-    def run():
-        result = cycle()
-        if time.monotonic() - last[0] >= args.maintain_every:
-            last[0] = time.monotonic()
-            started = time.perf_counter()
-            try:
-                done = maintain(
-                    lake, _retention(args), _spark_sql(spark), args.replaced_keep_s * 1000
-                )
-                took = time.perf_counter() - started
-                print(f"tidemark run: maintained in {took:.1f} s: {done.describe()}", flush=True)
-            except Exception as exc:  # the next maintenance retries; the cycles go on
-                log.warning("tidemark run: maintenance failed: %s", _one_line(exc))
-        return result
-
-    return run
-
-
-def _spark_sql(spark):
-    return lambda statement: [tuple(row) for row in spark.sql(statement).collect()]
+    options = RunOptions(
+        paths=args.paths,
+        every_s=args.every,
+        cycles=1 if args.once else args.cycles,
+        dbt_args=shlex.split(args.dbt),
+        tests_every=args.tests_every,
+        landed_files=LandedFiles.parse(args.landed_files),
+        serve=_serve_options(args) if args.serve else None,
+        maintain_every_s=args.maintain_every,
+        retention=_retention(args),
+        replaced_keep_s=args.replaced_keep_s,
+    )
+    options.check()  # before the lake is touched
+    return run(_lake(args), options)
 
 
 def _maintain(args: argparse.Namespace) -> int:
@@ -433,9 +372,10 @@ def _maintain(args: argparse.Namespace) -> int:
 
         sql = thrift_sql("127.0.0.1", args.port)
     elif not args.bronze_only:
+        from tidemark.service import spark_sql
         from tidemark.spark.session import spark_session
 
-        sql = _spark_sql(spark_session(lake))
+        sql = spark_sql(spark_session(lake))
     started = time.perf_counter()
     done = maintain(lake, retention, sql, args.replaced_keep_s * 1000)
     print(f"maintained in {time.perf_counter() - started:.1f} s: {done.describe()}")

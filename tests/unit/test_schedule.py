@@ -301,3 +301,38 @@ def test_the_runs_dbt_commands_print_errors_only_and_the_users_dbt_options_win()
     ]  # fmt: skip
     loud = quiet(build_args(1, 1, ["--no-quiet"]))
     assert loud[:2] == ["build", "--quiet"] and loud[-1] == "--no-quiet"
+
+
+def test_the_service_maintains_between_cycles_at_most_every_n_seconds_and_survives_a_failure(
+    tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """tidemark.service composes the run: maintenance after a cycle when `--maintain-every` has
+    passed since the last, a failed one said in a line while the cycles go on."""
+    import tidemark.maintain
+    from tidemark.lake import Lake
+    from tidemark.service import RunOptions, maintained
+
+    now = [0.0]
+    calls: list[float] = []
+
+    class Done:
+        def describe(self) -> str:
+            return "nothing to maintain"
+
+    def fake_maintain(lake, retention, sql, keep_ms):
+        calls.append(now[0])
+        if len(calls) == 2:
+            raise RuntimeError("disk full\nand a second line")
+        return Done()
+
+    monkeypatch.setattr(tidemark.maintain, "maintain", fake_maintain)
+    options = RunOptions(paths=[tmp_path], maintain_every_s=100.0)
+    cycle = maintained(
+        lambda: CycleResult(0, 0.0, None, True), Lake.from_env(tmp_path / "lake"), options,
+        lambda statement: [], clock=lambda: now[0],
+    )  # fmt: skip
+    for at in (0.0, 50.0, 100.0, 150.0, 200.0):
+        now[0] = at
+        assert cycle().ok
+    assert calls == [0.0, 100.0, 200.0]
+    assert capsys.readouterr().out.count("tidemark run: maintained in") == 2
