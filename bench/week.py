@@ -1,5 +1,6 @@
 """Benchmark of a lake that has run for days: disk per simulated day under retention, and a
-one-minute cycle on a week-old lake against the same cycle on a lake holding one hour (issue 44).
+one-minute cycle on a week-old lake against the same cycle on a lake holding one hour (issues 44
+and 64).
 
     python bench/week.py --days 9 --minutes-per-day 10
 
@@ -7,19 +8,22 @@ How the week is filled fast: the generator simulates `--minutes-per-day` minutes
 (`backpressure`, `--parallelism`, files rolling every simulated minute, gzipped as the capture
 writes them). Each simulated day replays those minutes with `ts_ms` and `watermark_ms` moved to
 that day and a new attempt of every task (a daily restart), so a day costs one ingest of the
-day's minute files and one incremental build, not 1,440 cycles. After each day, `tidemark
-maintain` (retention `--keep-days` for bronze and every mart, so that disk can level off within
-the bench) expires and compacts, as `tidemark run --maintain-every` would once a day. The bench
-prints, per day, the bytes of bronze, the marts, the intermediate tables and the whole lake, and
-bronze's data files.
+day's minute files and one incremental `dbt build` with its data tests, not 1,440 cycles. After
+each day, `tidemark maintain` expires and compacts, as `tidemark run --maintain-every` would
+once a day, with a different retention for bronze, the task marts and the vertex marts
+(`--keep-bronze-days`, `--keep-task-marts-days`, `--keep-vertex-marts-days`, defaults 3, 4 and 5
+so that the lake runs past all three within the bench). Every day's build runs the data tests,
+and a failing one stops the bench. The bench prints, per day, the bytes of bronze, the marts, the
+intermediate tables and the whole lake, bronze's data files, and the rows and bytes of the
+incremental state (`models/intermediate/state/` and `int_backpressure_samples_counted`).
 
 Then, in a second process, a lake holding only the last simulated day (under an hour of events)
 gets the same new minutes as the week-old lake, one cycle each (ingest and build, models only):
 both processes stay warm and their minutes take turns, and the bench prints both cycles'
-seconds side by side. Targets (issue 44): the week-old lake's
-minute <= 1.15x the hour-old lake's; after maintenance, bronze holds <= 1 data file per table per
-job per day older than a day; disk flat from day 8 on; every line read accepted, duplicate or
-quarantined.
+seconds side by side. Targets (issues 44, 64): every build passes its data tests; the week-old
+lake's minute <= 1.15x the hour-old lake's; after maintenance, bronze holds <= 1 data file per
+table per job per day older than a day; disk, and the state's rows and bytes, flat once the
+longest retention is full; every line read accepted, duplicate or quarantined.
 """
 
 from __future__ import annotations
@@ -44,6 +48,14 @@ from bench.gauges import _environment, fresh_work  # noqa: E402
 BIN = Path(sys.executable).parent
 DAY_MS = 86_400_000
 _SHIFTED = re.compile(rb'"(ts_ms|watermark_ms)":(\d+)|"attempt":(\d+)')
+# The incremental state: the checkpoints a run resumes from, and the sample counts the legacy mart
+# resumes from.
+STATE = (
+    "int_timer_tasks_checkpointed",
+    "int_timer_seconds_checkpointed",
+    "int_valve_states_checkpointed",
+    "int_backpressure_samples_counted",
+)
 
 
 @dataclass
@@ -59,6 +71,8 @@ class Day:
     lake_bytes: int
     bronze_files: int
     extra_files: int  # bronze files beyond one per table, job and day, for days before the last
+    state_rows: int  # the incremental state's rows (STATE), after maintenance
+    state_bytes: int  # and its folders' bytes
 
 
 @dataclass
@@ -122,16 +136,25 @@ def bronze_files(lake) -> tuple[int, int]:
     return total, extra
 
 
+def state_size(sql, warehouse: Path) -> tuple[int, int]:
+    """The incremental state's rows and bytes on disk."""
+    present = {row[1] for row in sql("show tables in tidemark_intermediate")}
+    tables = [name for name in STATE if name in present]
+    rows = sum(sql(f"select count(*) from tidemark_intermediate.{name}")[0][0] for name in tables)
+    folder = warehouse / "tidemark_intermediate.db"
+    return rows, sum(folder_bytes(folder / name) for name in tables)
+
+
 def run_lake(work: Path, generated: Path, days: list[int], minutes: int, new: int) -> LakeRun:
-    """Fill a lake day by day, maintaining after each, then time one cycle per new minute."""
+    """Fill a lake day by day, each day's build with its data tests and maintaining after each,
+    then time one cycle per new minute (models only)."""
     from tidemark.ingest.landed import LandedFiles
     from tidemark.lake import Lake
     from tidemark.maintain import maintain
     from tidemark.maintain.retention import Retention
     from tidemark.schedule import WarmCycle
 
-    keep = int(os.environ["TIDEMARK_BENCH_KEEP_DAYS"])
-    retention = Retention(keep, keep, keep)
+    retention = Retention(*json.loads(os.environ["TIDEMARK_BENCH_RETENTION"]))
     lake = Lake.from_env(str(work / "lake"))
     feed = work / "feed"
     feed.mkdir()
@@ -140,7 +163,7 @@ def run_lake(work: Path, generated: Path, days: list[int], minutes: int, new: in
     files = sorted(generated.glob("events-*.jsonl"))
     vars_ = json.dumps({"replaced_files_keep_s": 0})  # the bench outruns the 10-minute keep
     cycle = WarmCycle(
-        lake, [feed], ["--vars", vars_], tests_every=10**6, landed_files=LandedFiles("delete")
+        lake, [feed], ["--vars", vars_], tests_every=1, landed_files=LandedFiles("delete")
     )
     sql = lambda q: [tuple(r) for r in cycle.spark.sql(q).collect()]  # noqa: E731
     found = LakeRun(lines=found_graph)
@@ -169,10 +192,11 @@ def run_lake(work: Path, generated: Path, days: list[int], minutes: int, new: in
                 day, lines, landed, took, maintained,
                 folder_bytes(lake.bronze), folder_bytes(warehouse / "tidemark.db"),
                 folder_bytes(warehouse / "tidemark_intermediate.db"), folder_bytes(lake.root),
-                total, extra,
+                total, extra, *state_size(sql, warehouse),
             )
         )  # fmt: skip
         print(f"day {day}: {asdict(found.days[-1])}", file=sys.stderr, flush=True)
+    cycle.tests_every = 10**6  # the new minutes: models only, on both lakes alike
     (work / "ready").touch()
     for number, minute in enumerate(files[minutes : minutes + new]):
         while not (work / f"go-{number}").exists():
@@ -233,43 +257,54 @@ class LakeProcess:
         return LakeRun(days, **raw)
 
 
-def report(week: LakeRun, hour: LakeRun, keep: int, parallelism: str, minutes: int) -> str:
-    mib = 1 << 20
+def flat(values: list[int], unit: int, name: str, since: int) -> str:
+    return (
+        f"{name} from day {since} on: {min(values) / unit:,.1f} to {max(values) / unit:,.1f}, "
+        f"last / first {values[-1] / values[0]:.3f} (target: flat)"
+    )
+
+
+def report(
+    week: LakeRun, hour: LakeRun, keep: tuple[int, int, int], parallelism: str, minutes: int
+) -> str:
+    mib, kib = 1 << 20, 1 << 10
+    bronze_days, task_days, vertex_days = keep
     rows = [
         f"a job at parallelism {parallelism}, {minutes} simulated minutes a day "
-        f"({week.days[0].lines:,} events); retention {keep} days for bronze and every mart",
+        f"({week.days[0].lines:,} events); retention: bronze {bronze_days} days, task marts "
+        f"{task_days}, vertex marts {vertex_days}; every day's build ran its data tests and passed",
         f"{'day':>4} {'cycle s':>8} {'maint s':>8} {'bronze MiB':>11} {'marts MiB':>10} "
-        f"{'interm MiB':>11} {'lake MiB':>9} {'bronze files':>13} {'extra':>6}",
+        f"{'interm MiB':>11} {'lake MiB':>9} {'bronze files':>13} {'extra':>6} "
+        f"{'state rows':>11} {'state KiB':>10}",
     ]
     for d in week.days:
         rows.append(
             f"{d.day + 1:>4} {d.cycle_s:>8.1f} {d.maintain_s:>8.1f} {d.bronze_bytes / mib:>11.1f} "
             f"{d.marts_bytes / mib:>10.1f} {d.intermediate_bytes / mib:>11.1f} "
-            f"{d.lake_bytes / mib:>9.1f} {d.bronze_files:>13} {d.extra_files:>6}"
+            f"{d.lake_bytes / mib:>9.1f} {d.bronze_files:>13} {d.extra_files:>6} "
+            f"{d.state_rows:>11,} {d.state_bytes / kib:>10.1f}"
         )
     extra = sum(d.extra_files for d in week.days)
     rows.append(
         f"bronze files beyond one per table, job and day (days before the newest): {extra} "
         "(target 0)"
     )
-    level = [d.lake_bytes for d in week.days if d.day + 1 >= keep + 1]
-    if len(level) >= 2:
-        rows.append(
-            f"lake bytes from day {keep + 1} on: {min(level) / mib:.1f} to {max(level) / mib:.1f} "
-            f"MiB, last / first {level[-1] / level[0]:.3f} (target: flat)"
-        )
+    since = vertex_days + 1  # the first day after the longest retention is full
+    full = [d for d in week.days if d.day + 1 >= since]
+    if len(full) >= 2:
+        rows.append(flat([d.lake_bytes for d in full], mib, "lake MiB", since))
+        rows.append(flat([d.state_rows for d in full], 1, "state rows", since))
+        rows.append(flat([d.state_bytes for d in full], kib, "state KiB", since))
     last = week.days[-1]
-    kept = keep * last.lines  # bronze and the marts hold `keep` days of events at the end
+    per_day = last.lines  # events a simulated day
     rows.append(
-        "bytes per event on disk: capture file (gzip) "
-        f"{week.capture_bytes / week.lines:.1f}, bronze {last.bronze_bytes / kept:.1f}, "
-        f"marts {last.marts_bytes / kept:.1f}, intermediate {last.intermediate_bytes / kept:.1f}"
-        f"; the whole lake {last.lake_bytes / kept:.1f} ({last.lake_bytes / keep / mib:.1f} MiB "
-        "a simulated day)"
+        f"bytes per event on disk: capture file (gzip) {week.capture_bytes / week.lines:.1f}, "
+        f"bronze {last.bronze_bytes / (bronze_days * per_day):.1f}, the marts (task "
+        f"{task_days} days, vertex {vertex_days}) {last.marts_bytes / (task_days * per_day):.1f} "
+        "per event of the task marts' days, the intermediate tables "
+        f"{last.intermediate_bytes / (bronze_days * per_day):.1f} per event of bronze's; the "
+        f"whole lake {last.lake_bytes / vertex_days / mib:.1f} MiB a day of the longest retention"
     )
-    subtasks = sum(int(p) for p in parallelism.split(","))  # a total, or S,M,K
-    seconds = keep * minutes * 60 * subtasks
-    rows.append(f"marts per subtask and second the job ran: {last.marts_bytes / seconds:.0f} bytes")
     w, h = statistics.median(week.minutes_s), statistics.median(hour.minutes_s)
     rows.append(
         f"one new minute, cycle s (each):  week-old lake {week.minutes_s}  hour-old lake "
@@ -291,7 +326,9 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=9)
     parser.add_argument("--minutes-per-day", type=int, default=10)
     parser.add_argument("--new-minutes", type=int, default=3)
-    parser.add_argument("--keep-days", type=int, default=7)
+    parser.add_argument("--keep-bronze-days", type=int, default=3)
+    parser.add_argument("--keep-task-marts-days", type=int, default=4)
+    parser.add_argument("--keep-vertex-marts-days", type=int, default=5)
     parser.add_argument("--parallelism", default="1,1,1")
     parser.add_argument("--lake-run", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--generated", type=Path, help=argparse.SUPPRESS)
@@ -302,8 +339,12 @@ def main() -> None:
         run = run_lake(args.lake_run, args.generated, days, args.minutes_per_day, args.new_minutes)
         (args.lake_run / "result.json").write_text(json.dumps(asdict(run)))
         return
-    if args.days <= args.keep_days:
-        parser.error("--days must be more than --keep-days, to see the disk level off")
+    keep = (args.keep_bronze_days, args.keep_task_marts_days, args.keep_vertex_marts_days)
+    if args.days <= keep[2] + 1:
+        parser.error("--days must be more than --keep-vertex-marts-days + 1, to see it level off")
+    from tidemark.maintain.retention import Retention
+
+    Retention(*keep)  # the same checks as tidemark maintain's, before the lakes start
     work = fresh_work(parser, args.work)
     generated = work / "generated"
     total = args.minutes_per_day + args.new_minutes
@@ -313,7 +354,7 @@ def main() -> None:
          "--file-seconds", "60", "--out", str(generated)],
         check=True, capture_output=True,
     )  # fmt: skip
-    os.environ["TIDEMARK_BENCH_KEEP_DAYS"] = str(args.keep_days)
+    os.environ["TIDEMARK_BENCH_RETENTION"] = json.dumps(keep)
     everyday = list(range(args.days))
     week = LakeProcess(work / "week", everyday, args.minutes_per_day, args.new_minutes)
     week.wait_for("ready")
@@ -322,7 +363,7 @@ def main() -> None:
     for number in range(args.new_minutes):  # the same minute on each lake, taking turns
         week.minute(number)
         hour.minute(number)
-    print(report(week.result(), hour.result(), args.keep_days, args.parallelism,
+    print(report(week.result(), hour.result(), keep, args.parallelism,
                  args.minutes_per_day))  # fmt: skip
 
 

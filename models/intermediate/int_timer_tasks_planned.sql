@@ -1,7 +1,7 @@
 {#-
     The run's plan for the timer gauge models: one row per task (job_id, vertex_id, subtask_index,
-    attempt) ever seen, with its summary after this run and, for the tasks that changed, from where
-    to replay them. See docs/decisions/0004-gauge-incremental.md.
+    attempt) the task marts hold, with its summary after this run and, for the tasks that changed,
+    from where to replay them. See docs/decisions/0004-gauge-incremental.md.
 
     Full plan (first build, --full-refresh, a gauge model missing): every task is replayed from its
     first event. Incremental plan: only tasks with events landed since the last checkpoint
@@ -15,6 +15,12 @@
     New events are found in the bronze files that can hold them (tidemark_bronze_reach) and summed
     up per task once, while compiling, into a cached view (tidemark_cached_view) that both the
     search window's question and the plan read; the plan only takes minima and maxima of them.
+
+    Retention (docs/decisions/0019-retention.md): once `tidemark maintain` expired the task marts
+    before a day (source previous_run.retention_cutoffs), a task whose last ts_ms is before it has
+    no row left there and leaves the plan, and so the checkpoint made from it (maintain drops it
+    from the checkpoints as well). Every task carries that day as task_marts_cutoff_ms, from
+    which the data tests compare the marts with the plan.
 -#}
 -- noqa: disable=LT02
 {%- set landed_view = this.identifier ~ '__landed' -%}
@@ -22,6 +28,10 @@
 {%- set tasks_checkpoint = source('previous_run', 'int_timer_tasks_checkpointed') -%}
 {%- set seconds_checkpoint = source('previous_run', 'int_timer_seconds_checkpointed') -%}
 {%- set is_incremental_plan = tidemark_resumes([tasks_checkpoint, seconds_checkpoint]) -%}
+{#- What the task marts keep: the cutoff maintain last recorded, none before it ever ran. -#}
+{%- set cutoffs_record = source('previous_run', 'retention_cutoffs') -%}
+{%- set task_marts_cutoff_ms = '(select max(task_marts_cutoff_ms) from ' ~ cutoffs_record ~ ')'
+    if execute and load_relation(cutoffs_record) is not none else 'cast(null as bigint)' -%}
 {#- Read by the incremental plan only; named here, where dbt sees it when it parses the model. -#}
 {%- set staged_gaps = ref('stg_bronze__capture_gaps') -%}
 {%- set lookback_ms = (var('gauge_replay_lookback_s', 3600) | int) * 1000 -%}
@@ -130,7 +140,9 @@ vertices as (
 
 checkpointed_tasks as (
 
+    -- The tasks the task marts still hold rows of.
     select * from {{ tasks_checkpoint }}
+    where horizon_ms >= coalesce({{ task_marts_cutoff_ms }}, {{ min_long }})
 
 ),
 
@@ -440,7 +452,8 @@ final as (
             as is_soft_backpressured_open_at_anchor,
         coalesce(planned.is_hard_backpressured_open_at_anchor, false)
             as is_hard_backpressured_open_at_anchor,
-        planned.processed_ingest_id
+        planned.processed_ingest_id,
+        {{ task_marts_cutoff_ms }} as task_marts_cutoff_ms
     from planned
     left join vertices
         on

@@ -1,16 +1,44 @@
 -- Contract §4: every task without captured rounds has one row per epoch multiple of 5000 ms from
 -- the first at or after its smallest ts_ms through its horizon. Returns the tasks that do not.
+-- Past the task marts' retention (tidemark maintain), from their cutoff on, a multiple of 5000 ms
+-- (a day's start): a task that ran across it keeps its rounds from there (decision 0019).
 with
 
-planned as (
+all_planned as (
 
     select * from {{ ref('int_timer_tasks_planned') }}
 
 ),
 
+cutoff as (
+
+    select coalesce(max(task_marts_cutoff_ms), -9223372036854775808) as cutoff_ms
+    from all_planned
+
+),
+
+planned as (
+
+    select
+        all_planned.job_id,
+        all_planned.vertex_id,
+        all_planned.subtask_index,
+        all_planned.attempt,
+        all_planned.horizon_ms,
+        greatest(all_planned.first_ts_ms, cutoff.cutoff_ms) as first_ts_ms
+    from all_planned
+    cross join cutoff
+    where all_planned.horizon_ms >= cutoff.cutoff_ms
+
+),
+
 all_flink_gauges as (
 
-    select * from {{ ref('fct_subtask_flink_gauges') }}
+    -- Rows before the cutoff are about to be expired (a maintenance cut short).
+    select all_rounds.*
+    from {{ ref('fct_subtask_flink_gauges') }} as all_rounds
+    cross join cutoff
+    where all_rounds.update_ms >= cutoff.cutoff_ms
 
 ),
 

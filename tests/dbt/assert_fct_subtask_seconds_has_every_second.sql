@@ -1,16 +1,44 @@
 -- Contract §4: every task has one row per second from the second of its smallest ts_ms through
 -- the second of its horizon, no gaps (uniqueness is a generic test). Returns the tasks that do not.
+-- Past the task marts' retention (tidemark maintain), from their cutoff on: a task that ran across
+-- it keeps its seconds from there, and one that ended before has none (decision 0019).
 with
 
-planned as (
+all_planned as (
 
     select * from {{ ref('int_timer_tasks_planned') }}
 
 ),
 
+cutoff as (
+
+    select coalesce(max(task_marts_cutoff_ms), -9223372036854775808) as cutoff_ms
+    from all_planned
+
+),
+
+planned as (
+
+    select
+        all_planned.job_id,
+        all_planned.vertex_id,
+        all_planned.subtask_index,
+        all_planned.attempt,
+        all_planned.horizon_ms,
+        greatest(all_planned.first_ts_ms, cutoff.cutoff_ms) as first_ts_ms
+    from all_planned
+    cross join cutoff
+    where all_planned.horizon_ms >= cutoff.cutoff_ms
+
+),
+
 subtask_seconds as (
 
-    select * from {{ ref('fct_subtask_seconds') }}
+    -- Rows before the cutoff are about to be expired (a maintenance cut short).
+    select all_seconds.*
+    from {{ ref('fct_subtask_seconds') }} as all_seconds
+    cross join cutoff
+    where all_seconds.second_start_ms >= cutoff.cutoff_ms
 
 ),
 

@@ -1,22 +1,26 @@
 -- fct_vertex_seconds has exactly the (job, vertex, second) keys of fct_subtask_seconds, with the
 -- number of subtasks and the max back pressure over their latest attempts (B7). Returns mismatches.
+-- Past the task marts' retention (tidemark maintain), from their cutoff on: the vertex marts keep
+-- days before it that the subtask seconds no longer hold (decision 0019).
 {#- With data_tests_recent_hours, both marts from the same hour on: the subtask seconds' latest
     hours (a vertex second lies in the hour of its subtask seconds). -#}
 {%- set recent = tidemark_recent_hours(ref('fct_subtask_seconds')) %}
-{%- set where_recent = 'where ' ~ recent if recent else '' %}
+{%- set retained = 'second_start_ms >= (select coalesce(max(task_marts_cutoff_ms), '
+    ~ '-9223372036854775808) from ' ~ ref('int_timer_tasks_planned') ~ ')' %}
+{%- set where_kept = 'where ' ~ ([recent, retained] | select | join(' and ')) %}
 with
 
 subtask_seconds as (
 
     select * from {{ ref('fct_subtask_seconds') }}
-    {{ where_recent }}
+    {{ where_kept }}
 
 ),
 
 vertex_seconds as (
 
     select * from {{ ref('fct_vertex_seconds') }}
-    {{ where_recent }}
+    {{ where_kept }}
 
 ),
 

@@ -1,4 +1,6 @@
-{{ config(materialized='table') }}
+{#- By job, so that `tidemark maintain` can drop the tasks the task marts no longer hold through
+    SQL (a dynamic partition overwrite, which may read the table it writes). -#}
+{{ config(materialized='table', partition_by=['job_id']) }}
 -- The commit point of a gauge run: after the seconds' checkpoint, itself after the marts.
 -- depends_on: {{ ref('int_timer_seconds_checkpointed') }}
 {#

@@ -63,9 +63,9 @@ def expire_marts(sql: Sql, cutoffs: Cutoffs, keep_ms: int, schema: str = "tidema
     """Drop every partition of the marts and state tables before their cutoffs."""
     report = MartsReport()
     present = {
-        f"{database}.{row[1]}"
+        f"{database}.{name}"
         for database in (schema, f"{schema}_intermediate")
-        for row in _tables(sql, database)
+        for name in tables_in(sql, database)
     }
     for table, keep_from in plan(cutoffs, schema):
         if table not in present:
@@ -79,10 +79,11 @@ def expire_marts(sql: Sql, cutoffs: Cutoffs, keep_ms: int, schema: str = "tidema
     return report
 
 
-def _tables(sql: Sql, database: str) -> list[tuple]:
+def tables_in(sql: Sql, database: str) -> list[str]:
+    """The names of the tables of ``database``, none when it does not exist."""
     if not sql(f"show databases like '{database}'"):
         return []
-    return sql(f"show tables in {database}")
+    return [row[1] for row in sql(f"show tables in {database}")]
 
 
 def _partitions(sql: Sql, table: str) -> int:
