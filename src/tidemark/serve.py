@@ -67,6 +67,10 @@ def check_options(options: ServeOptions) -> None:
         raise ServeError(f"port {options.port} is not a TCP port")
     family = socket.AF_INET6 if ":" in options.host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
+        # As the Thrift server binds (reuse on): a port whose last server was killed holds its
+        # clients' connections in TIME_WAIT for a minute, which the server binds over; without
+        # it, a restarted `tidemark run --serve` refused to start for that minute (issue 64).
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((options.host, options.port))
         except OSError as exc:

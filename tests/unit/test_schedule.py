@@ -336,3 +336,26 @@ def test_the_service_maintains_between_cycles_at_most_every_n_seconds_and_surviv
         assert cycle().ok
     assert calls == [0.0, 100.0, 200.0]
     assert capsys.readouterr().out.count("tidemark run: maintained in") == 2
+
+
+def test_a_port_whose_killed_server_left_connections_in_time_wait_is_not_refused() -> None:
+    """Issue 64: a restarted `tidemark run --serve` refused its port for a minute after a kill:
+    the dead server's accepted connections sat in TIME_WAIT, which the Thrift server binds over
+    (reuse on) and the start's own check did not. A listening port is still refused."""
+    import socket
+
+    from tidemark.serve import ServeError, ServeOptions, check_options
+
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    client = socket.create_connection(("127.0.0.1", port))
+    accepted, _ = server.accept()
+    accepted.close()  # the server's side closes first: its end waits in TIME_WAIT
+    with pytest.raises(ServeError, match="cannot listen"):
+        check_options(ServeOptions(port=port))  # still listening
+    server.close()
+    client.close()
+    check_options(ServeOptions(port=port))  # only TIME_WAIT left: the server could bind
