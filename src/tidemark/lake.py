@@ -6,9 +6,17 @@ Hive metastore. Two different lakes never share state.
 
 from __future__ import annotations
 
+import datetime as dt
+import fcntl
+import json
+import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 DEFAULT_LAKE = "./lake"
 BRONZE_TABLES = (
@@ -74,3 +82,60 @@ class Lake:
     @property
     def logs(self) -> Path:
         return self.root / "logs"
+
+
+# What ingest and `tidemark maintain` share: one writer of bronze at a time, and how far
+# maintenance expired bronze (ingest quarantines an event older than that).
+
+
+class IngestBusy(Exception):
+    pass
+
+
+@contextmanager
+def ingest_lock(lake: Lake, wait: bool = True) -> Iterator[None]:
+    """One writer of bronze at a time per lake: an ingest, or `tidemark maintain`."""
+    lake.locks.mkdir(parents=True, exist_ok=True)
+    with (lake.locks / "ingest.lock").open("w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if not wait:
+                raise IngestBusy(f"another ingest is running on {lake.root}") from None
+            log.info("waiting for another ingest on %s to finish", lake.root)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+class RetentionError(ValueError):
+    pass
+
+
+def iso(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def state_path(lake: Lake) -> Path:
+    return lake.root / "_maintain" / "state.json"
+
+
+def expired_before(lake: Lake) -> int | None:
+    """Epoch ms before which bronze's events were expired (None: nothing ever was)."""
+    path = state_path(lake)
+    try:
+        return int(json.loads(path.read_text())["bronze_expired_before_ms"])
+    except FileNotFoundError:
+        return None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise RetentionError(
+            f"{path} is not what `tidemark maintain` writes ({exc}); it says how far bronze was "
+            "expired: run `tidemark maintain` again to write it"
+        ) from exc
+
+
+def too_old_reason(before_ms: int) -> str:
+    """The quarantine reason of an event older than what bronze keeps."""
+    return (
+        f"older than bronze's retention: events before {iso(before_ms)} were expired "
+        "(tidemark maintain --keep-bronze-days), so this one cannot join them"
+    )

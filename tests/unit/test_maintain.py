@@ -14,16 +14,9 @@ from deltalake import DeltaTable
 
 from tests.events import timer, vertex, watermark, write_jsonl
 from tidemark.ingest.landing import ingest
-from tidemark.lake import Lake
+from tidemark.lake import Lake, RetentionError, expired_before, too_old_reason
 from tidemark.maintain.bronze import COMPACTED, maintain_bronze, newest_event_ms
-from tidemark.maintain.retention import (
-    DAY_MS,
-    Retention,
-    RetentionError,
-    expired_before,
-    record_expiry,
-    too_old_reason,
-)
+from tidemark.maintain.retention import DAY_MS, Retention, record_expiry
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 

@@ -15,13 +15,11 @@ stay in block order.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,8 +43,7 @@ from tidemark.ingest.parse import Parsed, parse_block
 from tidemark.ingest.schema import BRONZE_SCHEMAS, PARSED
 from tidemark.ingest.summary import IDENTITY, BronzeSummary
 from tidemark.ingest.validate import EVENT_TYPES, TASK_TYPES, check_rows, enum_codes, is_type
-from tidemark.lake import Lake
-from tidemark.maintain.retention import expired_before
+from tidemark.lake import Lake, expired_before, ingest_lock
 
 log = logging.getLogger(__name__)
 
@@ -108,25 +105,6 @@ class Progress:
     def file_started(self, path: Path, total_bytes: int, phase: str) -> None: ...
     def advance(self, nbytes: int) -> None: ...
     def file_done(self, report: FileReport) -> None: ...
-
-
-class IngestBusy(Exception):
-    pass
-
-
-@contextmanager
-def ingest_lock(lake: Lake, wait: bool = True) -> Iterator[None]:
-    """One writer of bronze at a time per lake: an ingest, or `tidemark maintain`."""
-    lake.locks.mkdir(parents=True, exist_ok=True)
-    with (lake.locks / "ingest.lock").open("w") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if not wait:
-                raise IngestBusy(f"another ingest is running on {lake.root}") from None
-            log.info("waiting for another ingest on %s to finish", lake.root)
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
 
 
 def ensure_tables(lake: Lake) -> dict[str, DeltaTable]:

@@ -14,6 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tidemark.lake import too_old_reason
+
 EVENT_TYPES = ("timer", "watermark", "watermark_status", "valve_output", "vertex", "capture_gap")
 # Every type with the task fields. `capture_gap` is tidemark's own extension (decision 0006).
 TASK_TYPES = ("timer", "watermark", "watermark_status", "valve_output", "capture_gap")
@@ -180,8 +182,6 @@ def check_rows(table: pa.Table, expired_before_ms: int | None = None) -> dict[in
         (upstream_nulls, lambda i: "field 'upstream_vertex_ids' holds a null or empty id"),
     ]
     if expired_before_ms is not None:
-        from tidemark.maintain.retention import too_old_reason
-
         reason = too_old_reason(expired_before_ms)
         rules.append((is_task & _less(table, "ts_ms", expired_before_ms), lambda i: reason))
     reasons: dict[int, str] = {}

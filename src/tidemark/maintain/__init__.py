@@ -11,10 +11,10 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from tidemark.lake import Lake
+from tidemark.lake import Lake, ingest_lock, iso
 from tidemark.maintain.bronze import BronzeReport, maintain_bronze, newest_event_ms
 from tidemark.maintain.marts import MartsReport, Sql, expire_marts
-from tidemark.maintain.retention import Retention, iso, record_expiry
+from tidemark.maintain.retention import Retention, record_expiry
 from tidemark.maintain.state import StateReport, expire_state, record_cutoffs
 
 
@@ -41,7 +41,6 @@ def maintain(lake: Lake, retention: Retention, sql: Sql | None, keep_ms: int) ->
     the next maintenance finishes it. What is removed stays on disk ``keep_ms`` for queries
     still reading it (bronze: rounded up to whole hours). A cycle's build must not run
     meanwhile: `tidemark run --maintain-every` runs it between cycles."""
-    from tidemark.ingest.landing import ingest_lock
 
     with ingest_lock(lake):
         newest = newest_event_ms(lake)

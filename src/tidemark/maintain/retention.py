@@ -9,19 +9,13 @@ still keeps (it would otherwise be half-applied to marts that no longer hold its
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
-from tidemark.lake import Lake
+from tidemark.lake import Lake, RetentionError, expired_before, state_path
 
 DAY_MS = 86_400_000
-
-
-class RetentionError(ValueError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -76,28 +70,6 @@ def day_start(ms: int) -> int:
     return ms - ms % DAY_MS
 
 
-def iso(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def state_path(lake: Lake) -> Path:
-    return lake.root / "_maintain" / "state.json"
-
-
-def expired_before(lake: Lake) -> int | None:
-    """Epoch ms before which bronze's events were expired (None: nothing ever was)."""
-    path = state_path(lake)
-    try:
-        return int(json.loads(path.read_text())["bronze_expired_before_ms"])
-    except FileNotFoundError:
-        return None
-    except (ValueError, KeyError, TypeError) as exc:
-        raise RetentionError(
-            f"{path} is not what `tidemark maintain` writes ({exc}); it says how far bronze was "
-            "expired: run `tidemark maintain` again to write it"
-        ) from exc
-
-
 def record_expiry(lake: Lake, before_ms: int) -> None:
     """Remember that bronze holds no event before ``before_ms`` (it only moves forward)."""
     known = expired_before(lake)
@@ -107,11 +79,3 @@ def record_expiry(lake: Lake, before_ms: int) -> None:
     state = {"bronze_expired_before_ms": max(before_ms, known or before_ms)}
     partial.write_text(json.dumps(state) + "\n")
     os.replace(partial, path)
-
-
-def too_old_reason(before_ms: int) -> str:
-    """The quarantine reason of an event older than what bronze keeps."""
-    return (
-        f"older than bronze's retention: events before {iso(before_ms)} were expired "
-        "(tidemark maintain --keep-bronze-days), so this one cannot join them"
-    )
