@@ -206,9 +206,9 @@ def test_human_bytes() -> None:
 # -- a job's newest landed ts_ms, from the Delta logs ------------------------------------------
 
 
-def _add(path: str, low: str | None, high: str | None, ts: int | None, change: bool = True):
+def _add(path: str, low: str | None, high: str | None, ts: int | None) -> dict:
     stats = {"minValues": {"job_id": low}, "maxValues": {"job_id": high, "ts_ms": ts}}
-    return {"add": {"path": path, "dataChange": change, "stats": json.dumps(stats)}}
+    return {"path": path, "dataChange": True, "stats": json.dumps(stats)}
 
 
 def test_a_file_of_one_job_is_settled_by_its_statistics_others_are_read() -> None:
@@ -218,20 +218,11 @@ def test_a_file_of_one_job_is_settled_by_its_statistics_others_are_read() -> Non
         read_paths.append(path)
         return {"a": 50, "b": 70}
 
-    files = read.added_files(
-        [_add("one", "a", "a", 90), _add("two", "a", "b", 80), _add("nostats", None, None, None),
-         _add("long", "x" * 64, "x" * 64, 5)]
-    )  # fmt: skip
-    assert files is not None
+    adds = [_add("one", "a", "a", 90), _add("two", "a", "b", 80),
+            _add("nostats", None, None, None), _add("long", "x" * 64, "x" * 64, 5)]  # fmt: skip
+    files = [read.FileFacts.of_add(add) for add in adds]
     assert read.newest_per_job(files, reader) == {"a": 90, "b": 70}
     assert read_paths == ["two", "nostats", "long"]
-
-
-def test_a_commit_that_removes_rows_needs_the_snapshot_a_compaction_does_not() -> None:
-    compaction = [{"remove": {"path": "x", "dataChange": False}}, _add("y", "a", "b", 1, False)]
-    assert read.added_files(compaction) == []
-    assert read.added_files([{"remove": {"path": "x", "dataChange": True}}]) is None
-    assert read.added_files([{"commitInfo": {}}, {"txn": {"appId": "x"}}]) == []
 
 
 def _events(*rows: tuple[str, int]) -> pa.Table:

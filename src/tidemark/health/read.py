@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
 
+from tidemark import delta_log
 from tidemark.health.model import (
     LANDED_TABLES,
     MARTS,
@@ -123,20 +124,6 @@ def newest_per_job(
     return newest
 
 
-def added_files(actions: Iterable[Mapping[str, object]]) -> list[FileFacts] | None:
-    """The files a Delta commit adds with new rows; None when it removes rows (a ``remove`` that
-    changes data: the newest ts_ms may have left), so the snapshot must be read again. A
-    compaction's adds and removes (``dataChange`` false) move rows without changing them."""
-    added = []
-    for action in actions:
-        if "remove" in action and action["remove"].get("dataChange", True):  # type: ignore[union-attr]
-            return None
-        add = action.get("add")
-        if isinstance(add, Mapping) and add.get("dataChange", True):
-            added.append(FileFacts.of_add(add))
-    return added
-
-
 def merged(*newest: Mapping[str, int]) -> dict[str, int]:
     out: dict[str, int] = {}
     for part in newest:
@@ -155,8 +142,7 @@ def _read_newest(root: Path, path: str) -> dict[str, int]:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    local = Path(unquote(path.removeprefix("file://"))) if "://" in path else root / unquote(path)
-    table = pq.read_table(local, columns=["job_id", "ts_ms"])
+    table = pq.read_table(delta_log.local_path(path, root), columns=["job_id", "ts_ms"])
     grouped = table.group_by("job_id").aggregate([("ts_ms", "max")])
     jobs, tops = grouped["job_id"].to_pylist(), pc.cast(grouped["ts_ms_max"], "int64").to_pylist()
     return {job: ts for job, ts in zip(jobs, tops, strict=True) if job is not None}
@@ -185,26 +171,14 @@ def _snapshot(root: Path) -> TableState:
 
 def follow(root: Path, known: TableState | None) -> TableState:
     """``known`` brought up to the table's newest commit, reading only the commits after it."""
-    logs = root / "_delta_log"
-    if not logs.is_dir():
+    if not (root / "_delta_log").is_dir():
         return TableState(-1, {})
-    if known is None or (known.version >= 0 and not _commit(logs, known.version).exists()):
+    commits = None if known is None else delta_log.commits_since(root, known.version)
+    if known is None or commits is None:
         return _snapshot(root)
-    version, jobs = known.version, dict(known.jobs)
-    while True:
-        try:
-            text = _commit(logs, version + 1).read_text()
-        except FileNotFoundError:
-            return TableState(version, jobs)
-        files = added_files(json.loads(line) for line in text.splitlines() if line.strip())
-        if files is None:
-            return _snapshot(root)
-        jobs = merged(jobs, newest_per_job(files, lambda p: _read_newest(root, p)))
-        version += 1
-
-
-def _commit(logs: Path, version: int) -> Path:
-    return logs / f"{version:020d}.json"
+    files = (FileFacts.of_add(add) for add in commits.adds)
+    newest = newest_per_job(files, lambda p: _read_newest(root, p))
+    return TableState(commits.version, merged(known.jobs, newest))
 
 
 def _load_state(path: Path) -> dict[str, TableState]:
