@@ -23,8 +23,9 @@ from tests.events import (
     watermark,
     write_jsonl,
 )
-from tidemark.ingest import landing
-from tidemark.ingest.landing import IngestReport, ingest
+from tidemark.ingest import bronze_index, landing
+from tidemark.ingest.landing import ingest
+from tidemark.ingest.report import IngestReport
 from tidemark.ingest.schema import TIMER_EVENTS
 from tidemark.ingest.summary import BronzeSummary, Generations
 from tidemark.lake import Lake
@@ -339,7 +340,7 @@ def test_duplicates_across_files_are_kept_once_and_conflicts_quarantined(
 def _events_read_from_bronze(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the landed task events each ingest reads back from bronze to judge new ones."""
     counts: list[int] = []
-    real = landing._landed_events
+    real = bronze_index.landed_events
 
     def counting(*args, **kwargs):
         counts.append(0)
@@ -347,7 +348,7 @@ def _events_read_from_bronze(monkeypatch: pytest.MonkeyPatch) -> list[int]:
             counts[-1] += table.num_rows
             yield table
 
-    monkeypatch.setattr(landing, "_landed_events", counting)
+    monkeypatch.setattr(bronze_index, "landed_events", counting)
     return counts
 
 
@@ -540,13 +541,13 @@ def test_only_the_vertex_records_of_a_files_jobs_are_read(
     first = [vertex(job_id=f"job-{n}", parallelism=2) for n in range(3)]
     ingest([write_jsonl(tmp_path / "a.jsonl", first)], lake)
     read: list[str | None] = []
-    landed_vertices = landing._landed_vertices
+    landed_vertices = bronze_index.landed_vertices
 
     def spy(tables, exclude_sha, job_id=None):
         read.append(job_id)
         return landed_vertices(tables, exclude_sha, job_id)
 
-    monkeypatch.setattr(landing, "_landed_vertices", spy)
+    monkeypatch.setattr(bronze_index, "landed_vertices", spy)
     ingest([write_jsonl(tmp_path / "b.jsonl", [timer(0), timer(1, action="end")])], lake)
     assert read == []
     again = [vertex(job_id="job-1", parallelism=2), vertex(job_id="job-1", parallelism=3)]
