@@ -1,9 +1,9 @@
 """Following a Delta table through its log: the rows added since a version already read.
 
-Bronze's summary and the health's newest landed events keep what they know of a table with its
-version, and read only the commits made since (``_delta_log/<version>.json``). A commit that
-removes rows, or one no longer in the log (cleaned up, or a table made again), cannot be followed:
-the caller reads the whole table. A compaction (``dataChange`` false) moves rows: passed over.
+Bronze's summary and the health's newest landed events read only the commits since the version
+they reflect. A commit that removes rows, or one no longer in the log (cleaned up, or a table made
+again), cannot be followed: the caller reads the whole table. A compaction (``dataChange`` false)
+moves rows: passed over.
 """
 
 from __future__ import annotations
@@ -15,15 +15,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-Action = Mapping[str, Any]
-
 
 @dataclass(frozen=True)
 class Commits:
     """The newest version of a table, and the ``add`` actions of new rows since the known one."""
 
     version: int
-    adds: list[Action]
+    adds: list[dict[str, Any]]
 
 
 def commits_since(root: Path, known: int) -> Commits | None:
