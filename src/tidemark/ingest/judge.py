@@ -22,6 +22,8 @@ from tidemark.ingest.validate import EVENT_TYPES, TASK_TYPES, check_rows, enum_c
 
 @dataclass
 class BlockRows:
+    """A judged block: its rows for each bronze table, and how many were accepted or duplicates."""
+
     tables: dict[str, pa.Table]
     accepted: int
     duplicates: int
