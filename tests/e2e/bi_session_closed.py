@@ -1,9 +1,9 @@
 """Run by tests/e2e/test_serve.py in a process of its own (it starts a Thrift server): a BI
-client's session opens, fails a query on a mart not built yet, and closes, all before the
-process's own Spark threads first call tidemark's procedures, as on a new lake served from its
-first minute or after a restart; a statement it leaves open leaves no file behind. Then the driver calls a procedure, as a build's publish does,
-from its own thread, from a new thread (dbt's) and from a new session. Prints one line per call:
-"ok" or the error's first line."""
+client's session opens, fails a query on a mart not built yet, leaves a statement open (which
+must leave no file in the lake), and closes, all before the process's own Spark threads first
+call tidemark's procedures, as on a new lake served from its first minute or after a restart.
+Then the driver calls a procedure, as a build's publish does, from its own thread, from a new
+thread (dbt's) and from a new session. Prints one line per call: "ok" or the error's first line."""
 
 from __future__ import annotations
 
