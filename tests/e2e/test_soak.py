@@ -44,4 +44,6 @@ def test_the_service_soaks_through_bi_clients_and_a_kill(tmp_path: Path) -> None
     assert result.answers.get("bad on purpose", 0) > 0, report
     assert all(result.after_kill_equal.values()) and result.after_kill_equal, report
     assert all(result.final_equal.values()) and result.final_equal, report
+    # the log: no Java stack from the first builds of a new lake, the BI clients or the kill
+    assert not result.log_kinds.get("Java stacks"), report
     assert result.correct(), report
