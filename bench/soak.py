@@ -571,15 +571,17 @@ class SoakService:
         return "".join(line for _, line in self.lines[-lines:])
 
     def java_pid(self) -> int | None:
-        """The driver JVM: the `java` process of the service's process group."""
+        """The driver JVM: the `java` process of the service's process group that runs Spark
+        (a new lake's first start also has a JVM of its own build the class archive)."""
         for stat in Path("/proc").glob("[0-9]*/stat"):
             try:
                 fields = stat.read_text().rsplit(")", 1)
                 name = fields[0].split("(", 1)[1]
                 group = int(fields[1].split()[2])
+                command = (stat.parent / "cmdline").read_bytes()
             except (OSError, IndexError, ValueError):
                 continue
-            if name == "java" and group == self.process.pid:
+            if name == "java" and group == self.process.pid and b"SparkSubmit" in command:
                 return int(stat.parent.name)
         return None
 
