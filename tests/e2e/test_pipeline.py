@@ -250,7 +250,7 @@ def test_an_incremental_run_reads_no_partition_before_what_it_replaces(tmp_path:
         # The gauge plan summed the new events up once, in a cached view of the session
         # (tidemark_cached_view), and dropped it after the model.
         plan = lake.root.parent / ".dbt" / "target" / "compiled" / "tidemark" / "models"
-        plan_sql = (plan / "intermediate" / "int_timer_tasks_planned.sql").read_text()
+        plan_sql = (plan / "intermediate" / "state" / "int_timer_tasks_planned.sql").read_text()
         assert "from int_timer_tasks_planned__landed" in plan_sql
         views = warm.sql_rows("show views")
         assert not [v for v in views if v["viewName"] == "int_timer_tasks_planned__landed"]
@@ -291,7 +291,7 @@ def test_a_full_plan_reads_the_bronze_events_once(demo_lake: DemoLake) -> None:
     warm.dbt("compile", "--full-refresh", "--select", *plans).check()
     compiled = demo_lake.lake.root.parent / ".dbt" / "target" / "compiled" / "tidemark"
     for model, tables in plans.items():
-        sql = (compiled / "models" / "intermediate" / f"{model}.sql").read_text()
+        sql = (compiled / "models" / "intermediate" / "state" / f"{model}.sql").read_text()
         scanned = warm.bronze_scans(sql)
         assert sorted(t for t in scanned if t.endswith("_events")) == tables, (model, scanned)
 
