@@ -40,7 +40,7 @@ VERTICES = ("source", "map")
 EXAMPLES = int(os.environ.get("TIDEMARK_PROPERTY_EXAMPLES", "1"))
 # The gauge models and everything downstream of them (the analysis marts); the watermark marts
 # have their own property test in test_watermarks.py.
-GAUGE_MODELS = "int_timer_tasks_planned+"
+GAUGE_MODELS = "int_timer_events_landed+"
 # The metric views join dim_vertices, which the gauge models do not select.
 METRIC_VIEWS = "path:models/marts/metrics"
 TIMERS = ("idle", "soft_backpressured", "hard_backpressured", "backpressured")
