@@ -129,7 +129,7 @@ def scenarios(draw: st.DrawFn) -> dict:
 
 
 def _late_far_back() -> dict:
-    """Late events 80 s before a task's horizon: int_timer_tasks_planned's first look (the last
+    """Late events 80 s before a task's horizon: int_timer_anchors_found's first look (the last
     minute of seconds) holds no candidate anchor, so the whole lookback is searched (0004)."""
     task = {"job_id": JOB, "vertex_id": "source", "subtask_index": 0, "attempt": 0}
 
