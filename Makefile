@@ -96,7 +96,7 @@ test-live-all: install capture  ## the capture jar's tests and the live tests on
 	echo "--- docs/flink-versions.md: $$(cat $(LIVE_ALL_WORK)/status | tr '\n' ';')"; \
 	exit $$status
 
-test-deep: install  ## the long property runs (incremental vs full refresh), the gauge reference with window 5, and a Spark standalone cluster against local mode (slow; CI runs it)
+test-deep: install  ## the long property runs (incremental vs full refresh), the gauge reference with window 5, the service's soak (6 cycles, a kill: tests/e2e/test_soak.py), and a Spark standalone cluster against local mode (slow; CI runs it)
 	TIDEMARK_PROPERTY_EXAMPLES=$${TIDEMARK_PROPERTY_EXAMPLES:-8} \
 	TIDEMARK_WATERMARK_EXAMPLES=$${TIDEMARK_WATERMARK_EXAMPLES:-4} \
 	$(BIN)/pytest -m deep -n 2 tests/e2e tests/cluster
@@ -112,10 +112,11 @@ format: install  ## apply ruff's formatting and sqlfluff's fixes (layout; about 
 	$(BIN)/ruff format .
 	$(BIN)/sqlfluff fix models tests/dbt --processes 2
 
-bench: install  ## benchmarks: ingest, dbt build and the Spark floor on $(BENCH_EVENTS) events; the scheduled path and the service (run --serve); a 1,000-subtask job minute by minute (bench/scale.py); nine days under retention (bench/week.py); the capture (long)
+bench: install  ## benchmarks: ingest, dbt build and the Spark floor on $(BENCH_EVENTS) events; the scheduled path and the service (run --serve); the service's 60-cycle soak with BI clients and a kill (bench/soak.py); a 1,000-subtask job minute by minute (bench/scale.py); nine days under retention (bench/week.py); the capture (long)
 	$(BIN)/python bench/run.py --events $(BENCH_EVENTS)
 	$(BIN)/python bench/warm.py --work bench-data/warm-$$(date +%s)
 	$(BIN)/python bench/serve.py --work bench-data/serve-$$(date +%s)
+	$(BIN)/python bench/soak.py --work bench-data/soak-$$(date +%s)
 	$(BIN)/python bench/ingest_history.py
 	$(BIN)/python bench/scale.py --parallelism $(BENCH_SCALE_SUBTASKS) --minutes $(BENCH_SCALE_MINUTES) --work bench-data/scale-$$(date +%s)
 	$(BIN)/python bench/week.py --work bench-data/week-$$(date +%s)

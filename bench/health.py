@@ -48,15 +48,13 @@ def timed(call: Callable[[], object], turns: int = 5, before: Callable[[], objec
 
 
 def measure(lake_root: Path) -> dict[str, float]:
+    from tidemark.health.disk import disk_usage
+    from tidemark.health.landed import landed_newest
+    from tidemark.health.marts import marts_newest
     from tidemark.health.model import active_jobs
-    from tidemark.health.read import (
-        disk_usage,
-        landed_newest,
-        last_cycles,
-        marts_newest,
-        read_status,
-        state_path,
-    )
+    from tidemark.health.paths import state_path
+    from tidemark.health.read import read_status
+    from tidemark.health.run_log import last_cycles
     from tidemark.lake import Lake
 
     lake = Lake.from_env(lake_root)
@@ -137,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {wrote} in {time.perf_counter() - started:.0f} s")
         for part, seconds in measure(work / "lake").items():
             print(f"{part:24} {seconds * 1000:10.1f} ms")
-        from tidemark.health.read import landed_newest
+        from tidemark.health.landed import landed_newest
         from tidemark.lake import Lake
 
         lake = Lake.from_env(work / "lake")

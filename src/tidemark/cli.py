@@ -258,8 +258,9 @@ def _lake(args: argparse.Namespace):
 
 def _ingest(args: argparse.Namespace) -> int:
     from tidemark.ingest.landed import LandedFiles
-    from tidemark.ingest.landing import describe, ingest
+    from tidemark.ingest.landing import ingest
     from tidemark.ingest.progress import progress_for
+    from tidemark.ingest.report import describe
 
     landed = LandedFiles.parse(args.landed_files)
     missing = [p for p in args.paths if not p.exists()]

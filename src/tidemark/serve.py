@@ -84,9 +84,10 @@ def server_conf(lake: Lake, options: ServeOptions) -> dict[str, str]:
     conf = {
         "spark.hadoop.hive.server2.thrift.bind.host": options.host,
         "spark.hadoop.hive.server2.thrift.port": str(options.port),
-        "spark.hadoop.hive.server2.logging.operation.log.location": str(
-            lake.logs / "operation_logs"
-        ),
+        # Hive writes a file per open statement into the lake, which no one reads (tidemark's
+        # own listener logs what failed): a dashboard that leaves its statements open grew
+        # them by 18 files a cycle in the soak (issue 64).
+        "spark.hadoop.hive.server2.logging.operation.enabled": "false",
         "spark.sql.hive.thriftServer.singleSession": "true",
         # Hive makes a session's resource folder as the session opens and deletes it as it
         # closes. With one folder for every session (spark_conf), a BI client's close raced

@@ -24,7 +24,7 @@ from tidemark.health.model import (
     macro_args,
     run_log_rows,
 )
-from tidemark.health.read import run_log_root
+from tidemark.health.paths import run_log_root
 
 pytestmark = pytest.mark.e2e
 

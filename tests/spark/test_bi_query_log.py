@@ -13,7 +13,7 @@ LINE = (
 )
 
 
-def test_the_same_failure_within_a_minute_is_counted_and_said_once_after(spark) -> None:
+def test_the_same_failure_within_a_minute_is_counted_and_said_once_a_minute(spark) -> None:
     log = spark._jvm.tidemark.spark.BiQueryLog()
     assert log.failed(LINE, 1_000) == LINE
     assert log.failed(LINE, 2_000) is None
@@ -23,11 +23,18 @@ def test_the_same_failure_within_a_minute_is_counted_and_said_once_after(spark) 
     assert list(log.expired(60_999)) == []  # the first minute is not over
     assert list(log.expired(61_000)) == [f"{LINE} (2 more like it in the minute before)"]
     assert list(log.expired(63_000)) == []  # `other` never came again: nothing more to say
-    # after its count was said, the failure is logged again when it comes again
-    assert log.failed(LINE, 70_000) == LINE
-    assert log.failed(LINE, 71_000) is None
-    # ... and a failure that comes back after its minute says how many came in the minute
-    assert log.failed(LINE, 130_000) == f"{LINE} (1 more like it in the minute before)"
+    # the count was the failure's line of its next minute: a repeat in that minute is counted
+    assert log.failed(LINE, 70_000) is None
+    assert list(log.expired(120_999)) == []
+    assert list(log.expired(121_000)) == [f"{LINE} (1 more like it in the minute before)"]
+    # a failure that keeps coming is one line a minute, however often it comes
+    for at in range(122_000, 181_000, 1_000):
+        assert log.failed(LINE, at) is None
+    # ... said by the first failure after the minute when it comes before the next count
+    assert log.failed(LINE, 181_500) == f"{LINE} (59 more like it in the minute before)"
+    # a minute with no repeat ends the count; the failure is logged again when it comes back
+    assert list(log.expired(241_500)) == []
+    assert log.failed(LINE, 250_000) == LINE
 
 
 def test_the_line_names_sparks_error_class_else_the_exception_and_cuts_the_statement(

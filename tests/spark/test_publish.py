@@ -192,8 +192,8 @@ def test_a_procedure_that_does_not_compile_says_where(
 
 def test_each_jobs_newest_partition_is_noted_for_status(spark, schemas) -> None:
     """`tidemark status` reads a published mart's newest rows from files: the publish notes each
-    job's newest partition and its folder (src/tidemark/health/read.py reads the note)."""
-    from tidemark.health.read import published_newest
+    job's newest partition and its folder (src/tidemark/health/marts.py reads the note)."""
+    from tidemark.health.marts import published_newest
 
     table, stage = schemas
     spark.sql(f"create table {table} using parquet partitioned by (job_id, slice) as "
@@ -222,7 +222,7 @@ def test_expire_drops_the_partitions_before_a_value_and_their_files_later(spark,
     """CALL tidemark_system.marts.expire (tidemark maintain, decision 0019): the partitions before
     the cutoff go in one catalog call, their folders after keep_ms like a publish's, and a job
     whose partitions all went leaves the newest-partition note."""
-    from tidemark.health.read import published_newest
+    from tidemark.health.marts import published_newest
 
     table, stage = schemas
     spark.sql(f"create table {table} using parquet partitioned by (job_id, hour_at) as "

@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.health import JOB, START_MS, one_more_commit, synthetic_history
+from tidemark.health.landed import landed_newest
+from tidemark.health.marts import marts_newest
 from tidemark.health.model import MARTS
-from tidemark.health.read import landed_newest, marts_newest
 from tidemark.lake import Lake
 
 

@@ -19,7 +19,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from tidemark.cycles import CycleResult
-from tidemark.health import read
+from tidemark.health import disk, landed, marts, paths, read, run_log
 from tidemark.health.model import (
     ACTIVE_JOB_HOURS,
     LAG_MARTS,
@@ -54,7 +54,8 @@ AT = dt.datetime(2026, 11, 28, 23, 59, 58, 250000, tzinfo=dt.UTC)
 def test_reading_health_never_imports_pyspark() -> None:
     """`tidemark status` reads files only: it starts no JVM and takes no metastore."""
     code = (
-        "import sys, tidemark.health.model, tidemark.health.read, tidemark.health.record; "
+        "import sys, tidemark.health.model, tidemark.health.read, tidemark.health.record, "
+        "tidemark.delta_log; "
         "assert 'pyspark' not in sys.modules, 'pyspark was imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
@@ -206,9 +207,9 @@ def test_human_bytes() -> None:
 # -- a job's newest landed ts_ms, from the Delta logs ------------------------------------------
 
 
-def _add(path: str, low: str | None, high: str | None, ts: int | None, change: bool = True):
+def _add(path: str, low: str | None, high: str | None, ts: int | None) -> dict:
     stats = {"minValues": {"job_id": low}, "maxValues": {"job_id": high, "ts_ms": ts}}
-    return {"add": {"path": path, "dataChange": change, "stats": json.dumps(stats)}}
+    return {"path": path, "dataChange": True, "stats": json.dumps(stats)}
 
 
 def test_a_file_of_one_job_is_settled_by_its_statistics_others_are_read() -> None:
@@ -218,20 +219,11 @@ def test_a_file_of_one_job_is_settled_by_its_statistics_others_are_read() -> Non
         read_paths.append(path)
         return {"a": 50, "b": 70}
 
-    files = read.added_files(
-        [_add("one", "a", "a", 90), _add("two", "a", "b", 80), _add("nostats", None, None, None),
-         _add("long", "x" * 64, "x" * 64, 5)]
-    )  # fmt: skip
-    assert files is not None
-    assert read.newest_per_job(files, reader) == {"a": 90, "b": 70}
+    adds = [_add("one", "a", "a", 90), _add("two", "a", "b", 80),
+            _add("nostats", None, None, None), _add("long", "x" * 64, "x" * 64, 5)]  # fmt: skip
+    files = [landed.FileFacts.of_add(add) for add in adds]
+    assert landed.newest_per_job(files, reader) == {"a": 90, "b": 70}
     assert read_paths == ["two", "nostats", "long"]
-
-
-def test_a_commit_that_removes_rows_needs_the_snapshot_a_compaction_does_not() -> None:
-    compaction = [{"remove": {"path": "x", "dataChange": False}}, _add("y", "a", "b", 1, False)]
-    assert read.added_files(compaction) == []
-    assert read.added_files([{"remove": {"path": "x", "dataChange": True}}]) is None
-    assert read.added_files([{"commitInfo": {}}, {"txn": {"appId": "x"}}]) == []
 
 
 def _events(*rows: tuple[str, int]) -> pa.Table:
@@ -245,43 +237,43 @@ def test_landed_newest_follows_only_the_new_commits(
     timers = str(lake.bronze_table("timer_events"))
     write_deltalake(timers, _events(("a", 10), ("a", 30)))
     write_deltalake(str(lake.bronze_table("watermark_events")), _events(("a", 40), ("b", 5)))
-    assert read.landed_newest(lake) == {"a": 40, "b": 5}  # the snapshots, once
-    saved = json.loads(read.state_path(lake).read_text())
+    assert landed.landed_newest(lake) == {"a": 40, "b": 5}  # the snapshots, once
+    saved = json.loads(paths.state_path(lake).read_text())
     assert saved["tables"]["timer_events"] == {"version": 0, "jobs": {"a": 30}}
 
-    def no_snapshot(root: Path) -> read.TableState:
+    def no_snapshot(root: Path) -> landed.TableState:
         raise AssertionError(f"read {root} whole")
 
-    monkeypatch.setattr(read, "_snapshot", no_snapshot)
+    monkeypatch.setattr(landed, "_snapshot", no_snapshot)
     write_deltalake(timers, _events(("a", 35), ("b", 99)), mode="append")  # read: two jobs
     write_deltalake(timers, _events(("c", 7)), mode="append")  # its statistics settle it
-    assert read.landed_newest(lake) == {"a": 40, "b": 99, "c": 7}
+    assert landed.landed_newest(lake) == {"a": 40, "b": 99, "c": 7}
     DeltaTable(timers).optimize.compact()  # rows moved, not changed: no snapshot
-    assert read.landed_newest(lake) == {"a": 40, "b": 99, "c": 7}
-    assert json.loads(read.state_path(lake).read_text())["tables"]["timer_events"]["version"] == 3
+    assert landed.landed_newest(lake) == {"a": 40, "b": 99, "c": 7}
+    assert json.loads(paths.state_path(lake).read_text())["tables"]["timer_events"]["version"] == 3
 
     monkeypatch.undo()
     DeltaTable(timers).delete("job_id = 'b'")  # rows removed: the newest may have left
-    assert read.landed_newest(lake) == {"a": 40, "b": 5, "c": 7}
+    assert landed.landed_newest(lake) == {"a": 40, "b": 5, "c": 7}
 
 
 def test_a_lost_or_unreadable_state_is_rebuilt(lake: Lake) -> None:
     write_deltalake(str(lake.bronze_table("timer_events")), _events(("a", 10)))
-    read.state_path(lake).parent.mkdir(parents=True)
-    read.state_path(lake).write_text("{nope")
-    assert read.landed_newest(lake) == {"a": 10}
-    state = json.loads(read.state_path(lake).read_text())
+    paths.state_path(lake).parent.mkdir(parents=True)
+    paths.state_path(lake).write_text("{nope")
+    assert landed.landed_newest(lake) == {"a": 10}
+    state = json.loads(paths.state_path(lake).read_text())
     state["tables"]["timer_events"]["version"] = 7  # a log cleaned up past it, or another table
-    read.state_path(lake).write_text(json.dumps(state))
-    assert read.landed_newest(lake) == {"a": 10}
-    assert read.landed_newest(Lake.from_env(lake.root / "empty")) == {}
+    paths.state_path(lake).write_text(json.dumps(state))
+    assert landed.landed_newest(lake) == {"a": 10}
+    assert landed.landed_newest(Lake.from_env(lake.root / "empty")) == {}
 
 
 # -- a mart's newest second, from its partitions ---------------------------------------------
 
 
 def _partition(lake: Lake, mart: str, job: str, hour: str, minute: int) -> Path:
-    folder = (read.marts_root(lake) / mart / f"job_id={job}" / f"hour_at={hour}"
+    folder = (paths.marts_root(lake) / mart / f"job_id={job}" / f"hour_at={hour}"
               / f"minute_slice={minute}")  # fmt: skip
     folder.mkdir(parents=True)
     return folder
@@ -307,7 +299,7 @@ def test_a_marts_newest_second_comes_from_the_jobs_newest_partition(lake: Lake) 
     _parquet(_partition(lake, mart, "old", "2023-01-01 00%3A00%3A00", 0), "second_start_ms", [1])
     watermarks = _partition(lake, "fct_watermark_seconds", "a", "2024-01-01 01%3A00%3A00", 0)
     (watermarks.parents[2] / "_delta_log").mkdir()
-    newest, notes = read.marts_newest(lake, {"a": 3_700_000}, ["a", "b/c"])
+    newest, notes = marts.marts_newest(lake, {"a": 3_700_000}, ["a", "b/c"])
     assert newest[mart] == {"a": 3_659_000, "b/c": 5_000}  # "old" not asked for
     assert "tidemark.fct_vertex_seconds is not built yet" in notes
     assert any("fct_watermark_seconds is a Delta table" in n for n in notes)
@@ -318,22 +310,22 @@ def test_the_newest_partition_is_looked_up_back_from_the_landed_hour_not_listed(
 ) -> None:
     mart = "fct_subtask_seconds"
     for hour in range(30):  # a day and more of history, the newest partition 2 hours back
-        name = read.hour_folder(hour * 3_600_000).removeprefix("hour_at=")
+        name = marts.hour_folder(hour * 3_600_000).removeprefix("hour_at=")
         _parquet(_partition(lake, mart, "a", name, 50), "second_start_ms", [hour * 3_600_000])
-    assert read.hour_folder(0) == "hour_at=1970-01-01 00%3A00%3A00"  # as Spark names it
-    job = read.marts_root(lake) / mart / "job_id=a"
+    assert marts.hour_folder(0) == "hour_at=1970-01-01 00%3A00%3A00"  # as Spark names it
+    job = paths.marts_root(lake) / mart / "job_id=a"
     listed: list[str] = []
-    partitions = read._partitions
+    partitions = marts.partitions
 
     def listing(folder: Path, column: str):
         listed.append(column)
         return partitions(folder, column)
 
-    monkeypatch.setattr(read, "_partitions", listing)
-    assert read.newest_in_job(job, "second_start_ms", 31 * 3_600_000 + 5) == 29 * 3_600_000
+    monkeypatch.setattr(marts, "partitions", listing)
+    assert marts.newest_in_job(job, "second_start_ms", 31 * 3_600_000 + 5) == 29 * 3_600_000
     assert "hour_at" not in listed
     # further back than the probe: the hours are listed
-    assert read.newest_in_job(job, "second_start_ms", 31 * 3_600_000, probe_hours=2) == (
+    assert marts.newest_in_job(job, "second_start_ms", 31 * 3_600_000, probe_hours=2) == (
         29 * 3_600_000
     )
     assert "hour_at" in listed
@@ -342,13 +334,13 @@ def test_the_newest_partition_is_looked_up_back_from_the_landed_hour_not_listed(
 def test_bytes_on_disk_add_up_by_area(lake: Lake) -> None:
     (lake.bronze / "timer_events").mkdir(parents=True)
     (lake.bronze / "timer_events" / "a.parquet").write_bytes(b"x" * 100)
-    marts = read.marts_root(lake) / "fct_subtask_seconds"
+    marts = paths.marts_root(lake) / "fct_subtask_seconds"
     marts.mkdir(parents=True)
     (marts / "b.parquet").write_bytes(b"x" * 20)
     (lake.root / "metastore").mkdir()
     (lake.root / "metastore" / "c").write_bytes(b"x" * 3)
     (lake.root / "link").symlink_to(lake.bronze)  # not followed, not counted twice
-    assert read.disk_usage(lake) == DiskUsage(100, 20, 0, 123)
+    assert disk.disk_usage(lake) == DiskUsage(100, 20, 0, 123)
 
 
 # -- the last cycles, from run_log's files ----------------------------------------------------
@@ -356,7 +348,7 @@ def test_bytes_on_disk_add_up_by_area(lake: Lake) -> None:
 
 def _run_log_file(lake: Lake, day: str, name: str, rows: list[dict]) -> None:
     names = [n for n, _ in RUN_LOG_COLUMNS if n != "cycle_date"]
-    folder = read.run_log_root(lake) / f"cycle_date={day}"
+    folder = paths.run_log_root(lake) / f"cycle_date={day}"
     folder.mkdir(parents=True, exist_ok=True)
     columns = {n: [r.get(n) for r in rows] for n in names}
     types = {
@@ -379,11 +371,11 @@ def test_last_cycles_read_the_newest_files_and_skip_freshness_rows(lake: Lake) -
     fresh = {"row_kind": "freshness", "cycle_started_at": dt.datetime(2026, 11, 28)}
     _run_log_file(lake, "2026-11-27", "part-a.parquet", [cycle(1), cycle(2)])
     _run_log_file(lake, "2026-11-28", "part-b.parquet", [cycle(3, "failed"), fresh])
-    found = read.last_cycles(lake, 2)
+    found = run_log.last_cycles(lake, 2)
     assert [(c.started_at.minute, c.outcome) for c in found] == [(3, "failed"), (2, "ok")]
     assert found[0].started_at.tzinfo == dt.UTC
-    assert len(read.last_cycles(lake, 10)) == 3
-    assert read.last_cycles(Lake.from_env(lake.root / "none"), 5) == []
+    assert len(run_log.last_cycles(lake, 10)) == 3
+    assert run_log.last_cycles(Lake.from_env(lake.root / "none"), 5) == []
 
 
 def test_status_reads_what_it_can_and_says_what_it_cannot(lake: Lake) -> None:
@@ -526,13 +518,13 @@ def _cycle_row(at: dt.datetime, outcome: str, error: str | None = None) -> dict:
 
 
 def test_the_run_notes_its_start_for_the_check(lake: Lake) -> None:
-    assert read.run_started(lake) is None
+    assert run_log.run_started(lake) is None
     at = dt.datetime(2026, 11, 28, 11, 0, 0, 125000, tzinfo=dt.UTC)
     assert mark_run_started(lake, at)
-    assert read.run_started(lake) == at
-    assert [p.name for p in read.run_marker_path(lake).parent.iterdir()] == ["run.json"]
-    read.run_marker_path(lake).write_text("{broken")
-    assert read.run_started(lake) is None  # then every cycle counts
+    assert run_log.run_started(lake) == at
+    assert [p.name for p in paths.run_marker_path(lake).parent.iterdir()] == ["run.json"]
+    paths.run_marker_path(lake).write_text("{broken")
+    assert run_log.run_started(lake) is None  # then every cycle counts
     elsewhere = Lake.from_env(lake.root / "other")
     elsewhere.root.mkdir()
     (elsewhere.root / "_health").write_text("a file")  # a lake it cannot note in: the run goes on

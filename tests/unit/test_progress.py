@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tidemark.ingest.landing import FileReport
 from tidemark.ingest.progress import BarProgress, LogProgress, progress_for
+from tidemark.ingest.report import FileReport
 
 
 class _Terminal(io.StringIO):

@@ -4,8 +4,8 @@ A cycle (one ``tidemark run`` cycle, or one ``dbt build``/``dbt run`` that tidem
 start), the freshness of each mart per job (its newest second against the job's newest landed
 ``ts_ms``), and the bytes the lake holds on disk. ``tidemark.run_log`` stores them, one row
 shape (``RUN_LOG_COLUMNS``); ``tidemark status`` prints them (``status_sections``). The thin
-parts read the lake (``health.read``) and write the table (``health.record``,
-``macros/tidemark_run_log_insert.sql``). See docs/decisions/0017-health.md.
+parts read the lake (``health.read`` and the readers it puts together) and write the table
+(``health.record``, ``macros/tidemark_run_log_insert.sql``). See docs/decisions/0017-health.md.
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """``tidemark run`` records each cycle in ``tidemark.run_log`` (docs/decisions/0017-health.md).
 
 After every cycle (one that built, one that found nothing new, one that failed, one that raised)
-the run reads the lake's figures from its files (``health.read``: O(new commits) for the landed
-events, O(jobs x marts) partition folders for the marts' newest seconds) and appends the rows
-through the warm dbt project: ``dbt run-operation tidemark_run_log_insert``, the table's one
-write path, which the on-run-end hook of other builds uses too. Bytes on disk cost a walk of
-the lake's files, so they are measured on the first cycle and then once per ``BYTES_EVERY_S``.
+the run reads the lake's figures from its files (``health.landed``: O(new commits) for the landed
+events; ``health.marts``: O(jobs x marts) partition folders for the marts' newest seconds) and
+appends the rows through the warm dbt project: ``dbt run-operation tidemark_run_log_insert``,
+the table's one write path, which the on-run-end hook of other builds uses too. Bytes on disk
+cost a walk of the lake's files, so they are measured on the first cycle and then once per
+``BYTES_EVERY_S``.
 A cycle that cannot be recorded is said in one log line; the run goes on.
 
 As it starts, before Spark, the run notes when in ``_health/run.json`` (``mark_run_started``):
@@ -25,6 +26,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tidemark.cycles import CycleResult
+from tidemark.health.disk import disk_usage
+from tidemark.health.landed import landed_newest
+from tidemark.health.marts import marts_newest
 from tidemark.health.model import (
     Cycle,
     active_jobs,
@@ -33,7 +37,7 @@ from tidemark.health.model import (
     one_line,
     run_log_rows,
 )
-from tidemark.health.read import disk_usage, landed_newest, marts_newest, run_marker_path
+from tidemark.health.paths import run_marker_path
 from tidemark.lake import Lake
 
 log = logging.getLogger("tidemark.run")

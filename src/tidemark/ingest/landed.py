@@ -13,7 +13,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from tidemark.ingest.landing import IngestReport
+from tidemark.ingest.report import IngestReport
 
 
 @dataclass(frozen=True)

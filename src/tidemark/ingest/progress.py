@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import IO
 
-from tidemark.ingest.landing import FileReport, Progress
+from tidemark.ingest.report import FileReport, Progress
 
 log = logging.getLogger("tidemark.ingest")
 

@@ -6,9 +6,10 @@ when a new event could repeat one: a capture's next file carries on each task's 
 every event "above the highest landed seq" settles it. This summary is what makes an ingest cost
 what is new rather than all of bronze: it is O(tasks), kept in ``lake.bronze_summary`` with the
 Delta version of each table it reflects, and brought up to date by reading only the commits made
-since (their ``add`` actions, and the data files those add). A commit that removes a file
-(compaction, a rewrite) or that is no longer in the log means it cannot be updated that way: it is
-then rebuilt from the whole table, once. A missing or unreadable summary is rebuilt the same way.
+since (:mod:`tidemark.delta_log`: their ``add`` actions, and the data files those add; a compaction
+moves rows without changing them and is passed over). A commit that removes rows (an expiry, a
+delete) or that is no longer in the log means it cannot be updated that way: it is then rebuilt
+from the whole table, once. A missing or unreadable summary is rebuilt the same way.
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 from deltalake import DeltaTable
+
+from tidemark import delta_log
 
 Task = tuple[str, str, int, int]
 
@@ -109,13 +111,13 @@ class BronzeSummary:
     def brought_up_to_date(cls, path: Path, tables: dict[str, DeltaTable]) -> BronzeSummary:
         """The saved summary plus the files added to ``tables`` since; saved again if it changed.
 
-        Rebuilt from the whole tables when a file it reflects has left a table's snapshot.
+        Rebuilt from the whole tables when rows it reflects have left a table's snapshot.
         """
         summary = cls.load(path)
         changed = summary._follow(tables)
         if changed is None:
             log.info(
-                "bronze cannot be followed from its summary (a commit removed files, or is "
+                "bronze cannot be followed from its summary (a commit removed rows, or is "
                 "no longer in the Delta log): rebuilding the summary"
             )
             summary, changed = cls(), True
@@ -131,22 +133,23 @@ class BronzeSummary:
         found: dict[Task, tuple[int, int]] = {}  # this generation: lowest ingest_id, highest seq
         for name in TABLES:
             table = tables[name]
-            current = table.version()
             known = self.versions.get(name)
             if known is None:  # never read: the whole snapshot
+                version = table.version()
                 self._add(name, _batches(name, table.to_pyarrow_dataset()), found)
-            elif known > current:
-                return None  # the table was made again
-            elif known < current:
-                added = _added_files(_local(table.table_uri), known + 1, current)
-                if added is None:
+            else:
+                root = delta_log.local_path(table.table_uri)
+                commits = delta_log.commits_since(root, known)
+                if commits is None:
                     return None
-                if added:
+                version = commits.version
+                if commits.adds:
+                    added = [str(delta_log.local_path(a["path"], root)) for a in commits.adds]
                     schema = pa.schema(table.schema().to_arrow())
                     dataset = ds.dataset(added, schema, format="parquet")
                     self._add(name, _batches(name, dataset), found)
-            changed = changed or known != current
-            self.versions[name] = current
+            changed = changed or known != version
+            self.versions[name] = version
         for task, (lowest_id, highest) in found.items():
             self.generations.setdefault(task, Generations()).add(lowest_id, highest)
         return changed
@@ -254,36 +257,6 @@ class BronzeSummary:
         """
         ages = self.generations.get(task)
         return None if ages is None else ages.landed_since(lowest_seq)
-
-
-def _added_files(root: Path, first: int, last: int) -> list[str] | None:
-    """The data files the commits ``first`` to ``last`` of a Delta table add, from its log.
-
-    None when one of them removes a file, or is no longer in the log (cleaned up): the rows
-    they leave cannot be told from the commits alone.
-    """
-    added: list[str] = []
-    for version in range(first, last + 1):
-        try:
-            lines = (root / "_delta_log" / f"{version:020d}.json").read_text().splitlines()
-        except FileNotFoundError:
-            return None
-        for line in lines:
-            action = json.loads(line) if line.strip() else {}
-            if "remove" in action:
-                return None
-            if "add" in action:
-                path = action["add"]["path"]
-                added.append(str(_local(path) if "://" in path else root / unquote(path)))
-    return added
-
-
-def _local(uri: str) -> Path:
-    """A ``file://`` URI (or a plain path) as a local path; bronze is on the local disk."""
-    parsed = urlparse(uri)
-    if parsed.scheme not in ("", "file"):
-        raise ValueError(f"bronze must be on the local file system, not {uri}")
-    return Path(unquote(parsed.path))
 
 
 def _batches(table: str, dataset: ds.Dataset) -> Iterator[pa.RecordBatch]:

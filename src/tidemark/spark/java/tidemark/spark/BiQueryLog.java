@@ -24,7 +24,8 @@ import org.slf4j.LoggerFactory;
  * tidemark's log configuration turns those loggers down and the server registers this listener
  * (tidemark.serve.ThriftServer). The same failure again within a minute (a dashboard polling a
  * mart not built yet) is counted, not logged: the next line of it, or the first event after the
- * minute, says how many more there were. It keeps each running statement's text until the
+ * minute, says how many more there were, and starts its next minute: a failure that keeps coming
+ * is one line a minute. It keeps each running statement's text until the
  * statement ends, and each failure's count for a minute.
  */
 public class BiQueryLog extends SparkListener {
@@ -78,7 +79,10 @@ public class BiQueryLog extends SparkListener {
         return seen == null || seen[1] == 0 ? line : line + more(seen[1]);
     }
 
-    /** The counts of failures whose minute ended by {@code nowMs}, as lines; forgets them. */
+    /**
+     * The counts of failures whose minute ended by {@code nowMs}, as lines: each starts the
+     * failure's next minute. A failure whose minute ended with no repeat is forgotten.
+     */
     public synchronized List expired(long nowMs) {
         List lines = new ArrayList();
         for (Iterator entries = repeats.entrySet().iterator(); entries.hasNext(); ) {
@@ -86,9 +90,13 @@ public class BiQueryLog extends SparkListener {
             long[] seen = (long[]) entry.getValue();
             if (nowMs - seen[0] >= WINDOW_MS) {
                 if (seen[1] > 0) {
+                    // The count is the failure's line of this minute: one more within the
+                    // next minute is counted again, so a steady failure says one line a minute.
                     lines.add(entry.getKey() + more(seen[1]));
+                    entry.setValue(new long[] {nowMs, 0L});
+                } else {
+                    entries.remove();
                 }
-                entries.remove();
             }
         }
         return lines;

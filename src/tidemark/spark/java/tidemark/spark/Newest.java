@@ -21,7 +21,7 @@ import org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils;
  * <home>/_tidemark_versions/_newest.tsv}, one line per job, {@code job_id=<job>}, the rest of
  * the partition's path ({@code hour_at=.../minute_slice=...}) and the folder it lies in. The
  * publish procedure keeps it, so that {@code tidemark status} can read a published mart's
- * newest rows from files, without the metastore (src/tidemark/health/read.py). Paths compare as
+ * newest rows from files, without the metastore (src/tidemark/health/marts.py). Paths compare as
  * strings: the marts' partition values have a fixed width.
  */
 final class Newest {
