@@ -11,7 +11,7 @@ first 99 %, and times with real `dbt` subprocesses, as `dbt build` runs them on 
   that reads no rows), printed for reference only;
 * floor: Spark reading the bronze rows the gauge models read and writing them as parquet, timed
   inside its process after the session started;
-* full refresh: `dbt run --full-refresh --select int_timer_tasks_planned+` without the analysis
+* full refresh: `dbt run --full-refresh --select int_timer_events_landed+` without the analysis
   marts downstream (issue 5's, not gauge marts): the gauge intermediates and marts. The floor and
   the full refresh run three times each, taking turns (floor, full, full, floor, floor, full: the
   first full refresh builds the marts, the others rebuild them), and the medians compare;
@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 GAUGE_MODELS = [
     "--select",
-    "int_timer_tasks_planned+",
+    "int_timer_events_landed+",
     "--exclude",
     "fct_backpressure_incidents+",
     "fct_capture_conformance",  # also reads the valve marts, which this bench does not build

@@ -32,7 +32,7 @@
                 ~ ' samples ' ~ old[2] ~ ' ms apart, but the legacy_backpressure_* vars now say every '
                 ~ sampling.refresh_ms ~ ' ms of ' ~ sampling.num_samples ~ ' samples '
                 ~ sampling.delay_ms ~ ' ms apart: rebuild the gauge models with the new vars, '
-                ~ 'dbt build --full-refresh --select int_timer_tasks_planned+'
+                ~ 'dbt build --full-refresh --select int_timer_events_landed+'
             ) -}}
         {%- endif -%}
     {%- endif -%}

@@ -17,9 +17,11 @@
     nothing while compiling. The model's `partition_by` must be those three columns.
 
     Build from scratch: `recomputed` as it is, checked by `plan` to cover every task from its
-    first event, else the build fails saying what to rebuild together: 'gauge' (the model's
-    `planned`, int_timer_tasks_planned), 'valve' (the state rows of the model's `valve_outputs`,
-    int_valve_outputs_computed), or none for a model that reads whole tables upstream.
+    first event, else the build fails saying what to rebuild together. `plan` is the run's plan
+    as the model reads it, rows with the planner contract's `is_replayed_from_start`
+    (docs/decisions/0004-gauge-incremental.md): the model's `planned` (int_timer_tasks_planned,
+    the default), the state rows of its `valve_outputs` (int_valve_outputs_computed, which carry
+    int_valve_tasks_planned's), or none for a model that reads whole tables upstream.
 
     The defaults are a task-level gauge model's: the changed tasks of `planned` replace their
     rows from the second their replay starts.
@@ -31,7 +33,7 @@
     keys=['job_id', 'vertex_id', 'subtask_index', 'attempt'],
     jobs=none,
     rewrite_replaced=false,
-    plan='gauge',
+    plan='planned',
     replaced_from='min(recompute_from_ms)'
 ) -%}
 {%- if is_incremental() -%}
@@ -85,31 +87,17 @@
             {{ is_replaced }}
     {{ kept_filter }}
 {%- else -%}
-    {%- set guards = {
-        'gauge': {
-            'plan': 'planned',
-            'from_start': 'is_replayed_from_start',
-            'message': 'replays only part of the tasks: rebuild the gauge models together, e.g. '
-                ~ 'dbt build --full-refresh --select int_timer_tasks_planned+',
-        },
-        'valve': {
-            'plan': "valve_outputs where row_kind = 'state'",
-            'from_start': 'resumed_after_seq = -1',
-            'message': 'computed only part of the tasks: rebuild the watermark models together, '
-                ~ 'e.g. dbt build --full-refresh --select int_valve_tasks_planned+',
-        },
-    } -%}
     select * from {{ recomputed }}
     {%- if plan %}
-    {%- set guard = guards[plan] or exceptions.raise_compiler_error(
-        "tidemark_incremental_tail: plan is 'gauge', 'valve' or none, not " ~ plan
-    ) %}
     where (
         select assert_true(
-            coalesce(bool_and({{ guard.from_start }}), true),
-            '{{ model.name }} is being rebuilt, but this run {{ guard.message }}'
+            coalesce(bool_and(is_replayed_from_start), true),
+            '{{ model.name }} is being rebuilt, but this run replays only part of the tasks: '
+            || 'rebuild it with its plan, dbt build --full-refresh --select '
+            || 'int_timer_events_landed+ (the gauge models) or dbt build --full-refresh '
+            || '--select int_valve_tasks_planned+ (the watermark models)'
         )
-        from {{ guard.plan }}
+        from {{ plan }}
     ) is null
     {%- endif %}
 {%- endif -%}

@@ -19,10 +19,10 @@
     {%- endif -%}
     {%- set reach = run_query(
         'select max(previous_processed_ingest_id),'
-        ~ ' min(case when resumed_after_seq >= 0 then resumed_processed_ingest_id end),'
-        ~ ' min(case when resumed_after_seq >= 0 then resumed_later_from_ms end),'
-        ~ ' count_if(resumed_after_seq >= 0 and resumed_later_from_ms is null),'
-        ~ ' count_if(resumed_after_seq < 0 and has_checkpoints)'
+        ~ ' min(case when not is_replayed_from_start then resumed_processed_ingest_id end),'
+        ~ ' min(case when not is_replayed_from_start then resumed_later_from_ms end),'
+        ~ ' count_if(not is_replayed_from_start and resumed_later_from_ms is null),'
+        ~ ' count_if(is_replayed_from_start and has_checkpoints)'
         ~ ' from ' ~ planned
     ).rows[0] -%}
     {%- if reach[0] is none -%}

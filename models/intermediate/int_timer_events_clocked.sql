@@ -88,7 +88,7 @@ replayed_events as (
     inner join planned
         on
             {{ tidemark_same_task('task_events', 'planned') }}
-            and task_events.seq > coalesce(planned.replay_after_seq, -1)
+            and task_events.seq > planned.resume_after_seq
 
 ),
 

@@ -169,18 +169,14 @@ captured as (
         coalesce(carried_passes.accumulated_soft_backpressured_ms, 0)
         + coalesce(carried_passes.accumulated_hard_backpressured_ms, 0)
             as accumulated_back_pressured_time_ms,
-        case
-            when coalesce(planned.is_busy_time_enabled, true)
-                then cast(
-                    greatest(
-                        carried_passes.update_ms - planned.first_ts_ms
-                        - coalesce(carried_passes.accumulated_idle_ms, 0)
-                        - coalesce(carried_passes.accumulated_soft_backpressured_ms, 0)
-                        - coalesce(carried_passes.accumulated_hard_backpressured_ms, 0),
-                        0
-                    ) as double
-                )
-        end as accumulated_busy_time_ms,
+        {{ tidemark_accumulated_busy_ms(
+            'carried_passes.update_ms',
+            'planned.first_ts_ms',
+            'coalesce(carried_passes.accumulated_idle_ms, 0)',
+            'coalesce(carried_passes.accumulated_soft_backpressured_ms, 0)'
+            ~ ' + coalesce(carried_passes.accumulated_hard_backpressured_ms, 0)',
+            'coalesce(planned.is_busy_time_enabled, true)',
+        ) }} as accumulated_busy_time_ms,
         'captured' as round_source,
         carried_passes.published_idle_time_ms_per_second,
         carried_passes.published_soft_back_pressured_time_ms_per_second,

@@ -177,8 +177,11 @@ end_states as (
     -- The state after every event with a clock before the end of the second.
     select
         per_second.*,
-        coalesce(last_value(per_second.last_seq, true) over task_so_far, planned.replay_after_seq)
-            as end_seq,
+        -- Before the task's first replayed event: the anchor's seq (none from the first, -1).
+        coalesce(
+            last_value(per_second.last_seq, true) over task_so_far,
+            nullif(planned.resume_after_seq, -1)
+        ) as end_seq,
         coalesce(
             last_value(per_second.last_clock_ms, true) over task_so_far, planned.replay_clock_ms
         ) as end_clock_ms,

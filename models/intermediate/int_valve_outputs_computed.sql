@@ -51,11 +51,11 @@ resume_points as (
         on
             {{ tidemark_same_task('valve_inputs', 'resume_points') }}
     where
-        valve_inputs.seq > resume_points.resumed_after_seq
+        valve_inputs.seq > resume_points.resume_after_seq
     {%- if branch == 'bounded' %}
-        and (resume_points.resumed_after_seq >= 0 or not resume_points.has_checkpoints)
+        and (resume_points.resume_after_seq >= 0 or not resume_points.has_checkpoints)
     {%- elif branch == 'from_start' %}
-        and resume_points.resumed_after_seq < 0
+        and resume_points.resume_after_seq < 0
         and resume_points.has_checkpoints
     {%- endif %}
 
@@ -119,7 +119,8 @@ valve_tasks as (
         resume_points.attempt,
         task_inputs.task_inputs,
         resume_points.state,
-        resume_points.resumed_after_seq
+        -- The UDTF's name for it: its rows say after which seq the task was resumed.
+        resume_points.resume_after_seq as resumed_after_seq
     from resume_points
     inner join task_inputs
         on
@@ -170,6 +171,7 @@ final as (
         valve_outputs.watermark_ms,
         valve_outputs.status,
         valve_outputs.resumed_after_seq,
+        resume_points.is_replayed_from_start,
         valve_outputs.state,
         task_inputs.task_inputs,
         task_inputs.recompute_from_ms,

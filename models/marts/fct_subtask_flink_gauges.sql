@@ -335,17 +335,10 @@ recomputed as (
         -- T9/M6: running sums since the task's first event, never windowed or clamped.
         accumulated_idle_time_ms,
         accumulated_back_pressured_time_ms,
-        -- M7, taking the task's first event as markTaskStart (events do not carry it).
-        case
-            when is_busy_time_enabled
-                then cast(
-                    greatest(
-                        update_ms - first_ts_ms - accumulated_idle_time_ms
-                        - accumulated_back_pressured_time_ms,
-                        0
-                    ) as double
-                )
-        end as accumulated_busy_time_ms,
+        {{ tidemark_accumulated_busy_ms(
+            'update_ms', 'first_ts_ms', 'accumulated_idle_time_ms',
+            'accumulated_back_pressured_time_ms', 'is_busy_time_enabled',
+        ) }} as accumulated_busy_time_ms,
         'epoch' as round_source,
         cast(null as bigint) as published_idle_time_ms_per_second,
         cast(null as bigint) as published_soft_back_pressured_time_ms_per_second,

@@ -255,7 +255,8 @@ final as (
         'timeline', 'cutoffs',
         since='kept.seq > replaced.resumed_after_seq or (kept.seq = replaced.seed_seq'
             ~ ' and kept.change_index = replaced.seed_change_index)',
-        jobs='runs', rewrite_replaced=true, plan='valve',
+        jobs='runs', rewrite_replaced=true,
+        plan="valve_outputs where row_kind = 'state'",
         replaced_from=tail_from.sql,
     ) }}
 

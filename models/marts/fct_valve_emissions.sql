@@ -70,7 +70,8 @@ final as (
 -- lie from the smallest ts_ms fed on.
     {{ tidemark_incremental_tail(
         replaced='runs', since='kept.seq > replaced.resumed_after_seq',
-        jobs='runs', rewrite_replaced=true, plan='valve',
+        jobs='runs', rewrite_replaced=true,
+        plan="valve_outputs where row_kind = 'state'",
         replaced_from='min(recompute_from_ms)',
     ) }}
 

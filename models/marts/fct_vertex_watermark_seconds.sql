@@ -141,8 +141,8 @@ final as (
 -- them rewritten; a build from scratch needs a run that fed every task from its first event.
     {{ tidemark_incremental_tail(
         'with_lag', 'runs', 'kept.second_start_ms >= replaced.recompute_from_ms',
-        keys=['job_id', 'vertex_id'], jobs='runs', rewrite_replaced=true, plan='valve',
-        replaced_from='min(recompute_from_ms)',
+        keys=['job_id', 'vertex_id'], jobs='runs', rewrite_replaced=true,
+        plan="valve_outputs where row_kind = 'state'", replaced_from='min(recompute_from_ms)',
     ) }}
 
 )

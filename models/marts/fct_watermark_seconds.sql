@@ -213,7 +213,8 @@ final as (
 -- (int_valve_outputs_computed makes one when a watermark mart is missing).
     {{ tidemark_incremental_tail(
         replaced='runs', since='kept.second_start_ms >= replaced.recompute_from_ms',
-        jobs='runs', rewrite_replaced=true, plan='valve', replaced_from='min(recompute_from_ms)',
+        jobs='runs', rewrite_replaced=true, replaced_from='min(recompute_from_ms)',
+        plan="valve_outputs where row_kind = 'state'",
     ) }}
 
 )

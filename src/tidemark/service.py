@@ -89,12 +89,34 @@ def run(lake: Lake, options: RunOptions, stop: threading.Event | None = None) ->
             server.stop()
 
 
-def reporter(every_s: float) -> Callable[[int, CycleResult, bool], None]:
-    """What a run prints after each cycle: its line, and when builds keep failing, a second."""
+# A spell of cycles that find nothing new prints its first line, then one line this often.
+QUIET_LINE_S = 600.0
+
+
+def reporter(
+    every_s: float, clock: Callable[[], float] = time.monotonic
+) -> Callable[[int, CycleResult, bool], None]:
+    """What a run prints after each cycle: its line, and when builds keep failing, a second.
+
+    A cycle that landed nothing and built nothing, after another such, is quiet: the first of
+    the spell says it, then one line every QUIET_LINE_S while it lasts, naming the cycle the
+    spell began with (`tidemark status` and tidemark.run_log hold every cycle)."""
+    spell: list[float | int] = []  # the quiet spell's first cycle and when it last printed
 
     def report(number: int, result: CycleResult, behind: bool) -> None:
+        quiet = result.ok and result.build_s is None and result.landed == 0
+        line = f"tidemark run: cycle {number}: {result.describe()}"
+        if quiet and spell:
+            if clock() - spell[1] < QUIET_LINE_S:
+                return
+            spell[1] = clock()
+            line += f"; nothing new since cycle {spell[0]}"
+        elif quiet:
+            spell[:] = [number, clock()]
+        else:
+            spell.clear()
         late = f" (took longer than --every {every_s:g} s)" if behind else ""
-        print(f"tidemark run: cycle {number}: {result.describe()}{late}", flush=True)
+        print(f"{line}{late}", flush=True)
         failing = result.keeps_failing()
         if failing is not None:
             print(failing, flush=True)

@@ -162,18 +162,18 @@ def test_a_failed_build_is_recorded_with_its_error(demo_lake: DemoLake) -> None:
         "--vars", json.dumps(CHANGED_VARS),
     )  # fmt: skip
     assert failed.returncode == 1 and "ERROR=1 SKIP=1" in failed.stdout, failed.stdout
-    assert "dbt build --full-refresh --select int_timer_tasks_planned+" in failed.stdout
+    assert "dbt build --full-refresh --select int_timer_events_landed+" in failed.stdout
     (row,) = warm.sql_rows(
         f"select {CYCLE_COLUMNS} from tidemark.run_log where row_kind = 'cycle' "
         "order by cycle_started_at desc limit 1"
     )
     assert (row["recorded_by"], row["outcome"]) == ("dbt run", "failed")
     assert row["error_message"].startswith("int_backpressure_samples_counted: "), row
-    assert "--full-refresh --select int_timer_tasks_planned+" in row["error_message"]
+    assert "--full-refresh --select int_timer_events_landed+" in row["error_message"]
     assert row["build_s"] > 0 and row["events_landed"] is None and row["lake_bytes"] is None
     status = tidemark("status", "--cycles", "1", lake=demo_lake.lake).check()
     (line,) = [x for x in status.stdout.splitlines() if "| dbt run " in x]
-    assert "| failed " in line and "int_timer_tasks_planned+" in line
+    assert "| failed " in line and "int_timer_events_landed+" in line
 
 
 def _insert(warm, rows: list[dict]) -> None:

@@ -40,7 +40,7 @@ VERTICES = ("source", "map")
 EXAMPLES = int(os.environ.get("TIDEMARK_PROPERTY_EXAMPLES", "1"))
 # The gauge models and everything downstream of them (the analysis marts); the watermark marts
 # have their own property test in test_watermarks.py.
-GAUGE_MODELS = "int_timer_tasks_planned+"
+GAUGE_MODELS = "int_timer_events_landed+"
 # The metric views join dim_vertices, which the gauge models do not select.
 METRIC_VIEWS = "path:models/marts/metrics"
 TIMERS = ("idle", "soft_backpressured", "hard_backpressured", "backpressured")
@@ -129,7 +129,7 @@ def scenarios(draw: st.DrawFn) -> dict:
 
 
 def _late_far_back() -> dict:
-    """Late events 80 s before a task's horizon: int_timer_tasks_planned's first look (the last
+    """Late events 80 s before a task's horizon: int_timer_anchors_found's first look (the last
     minute of seconds) holds no candidate anchor, so the whole lookback is searched (0004)."""
     task = {"job_id": JOB, "vertex_id": "source", "subtask_index": 0, "attempt": 0}
 

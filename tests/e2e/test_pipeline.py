@@ -155,7 +155,7 @@ def test_a_model_rebuilt_alone_from_a_partial_plan_fails_saying_what_to_rebuild(
         )
     ]
     lake = Lake.from_env(tmp_path / "lake")
-    models = ["--select", "int_timer_tasks_planned+", "int_valve_tasks_planned+"]
+    models = ["--select", "int_timer_events_landed+", "int_valve_tasks_planned+"]
     models += ["--exclude", "path:models/marts/analysis", "path:models/marts/conformance"]
     models += ["path:models/marts/metrics"]  # the metric views join dim_vertices, not selected
     with WarmLake(lake) as warm:
@@ -164,8 +164,8 @@ def test_a_model_rebuilt_alone_from_a_partial_plan_fails_saying_what_to_rebuild(
             run = warm.dbt("run", *models).check()
             assert "vouches for nothing" not in run.stdout, run.stdout  # every table is there
         for model, rebuild in (
-            ("fct_subtask_seconds", "int_timer_tasks_planned+"),
-            ("fct_subtask_flink_gauges", "int_timer_tasks_planned+"),
+            ("fct_subtask_seconds", "int_timer_events_landed+"),
+            ("fct_subtask_flink_gauges", "int_timer_events_landed+"),
             ("fct_valve_emissions", "int_valve_tasks_planned+"),
         ):
             result = warm.dbt("show", "--full-refresh", "--select", model)
@@ -220,7 +220,7 @@ def test_an_incremental_run_reads_no_partition_before_what_it_replaces(tmp_path:
     ]
     first, second = events[: 2 * 345], events[2 * 345 :]  # 11.5 minutes, then 70 s more
     lake = Lake.from_env(tmp_path / "lake")
-    models = ["--select", "int_timer_tasks_planned+", "int_valve_tasks_planned+"]
+    models = ["--select", "int_timer_events_landed+", "int_valve_tasks_planned+"]
     models += ["--exclude", "path:models/marts/analysis", "path:models/marts/conformance"]
     models += ["path:models/marts/metrics"]  # the metric views join dim_vertices, not selected
     # The on-run-end hook reads each mart's last 30 minutes for tidemark.run_log's freshness
@@ -247,13 +247,12 @@ def test_an_incremental_run_reads_no_partition_before_what_it_replaces(tmp_path:
             " where minute_slice = 10"
         )
         assert newest[0]["newest"] > start_ms + 2000 * 345  # the first batch's last event
-        # The gauge plan summed the new events up once, in a cached view of the session
-        # (tidemark_cached_view), and dropped it after the model.
+        # The gauge plan's input, the new events summed up per task, is a table of the run
+        # (int_timer_events_landed), which its search window's question and the plan both read.
         plan = lake.root.parent / ".dbt" / "target" / "compiled" / "tidemark" / "models"
-        plan_sql = (plan / "intermediate" / "int_timer_tasks_planned.sql").read_text()
-        assert "from int_timer_tasks_planned__landed" in plan_sql
-        views = warm.sql_rows("show views")
-        assert not [v for v in views if v["viewName"] == "int_timer_tasks_planned__landed"]
+        plan_sql = (plan / "intermediate" / "state" / "int_timer_tasks_planned.sql").read_text()
+        assert "tidemark_intermediate.int_timer_events_landed" in plan_sql, plan_sql[:3000]
+        assert "bronze.timer_events" not in plan_sql  # the events are read once, by landed
 
 
 def _undocumented(target: Path) -> list[str]:
@@ -280,18 +279,19 @@ def _undocumented(target: Path) -> list[str]:
 
 
 def test_a_full_plan_reads_the_bronze_events_once(demo_lake: DemoLake) -> None:
-    """The gauge and valve plans of a first build or --full-refresh read each bronze event table
-    once. Spark computes a CTE again wherever it is read: the newest commit, taken by a scalar
-    subquery over the plan's aggregate, scanned all of bronze a second time."""
+    """The gauge plan's input (int_timer_events_landed) and the valve plan, in a first build or
+    --full-refresh, read each bronze event table once. Spark computes a CTE again wherever it
+    is read: the newest commit, taken by a scalar subquery over the plan's aggregate, scanned
+    all of bronze a second time."""
     warm = demo_lake.warm
     plans = {
-        "int_timer_tasks_planned": ["timer_events", "watermark_events"],
+        "int_timer_events_landed": ["timer_events", "watermark_events"],
         "int_valve_tasks_planned": ["watermark_events"],
     }
     warm.dbt("compile", "--full-refresh", "--select", *plans).check()
     compiled = demo_lake.lake.root.parent / ".dbt" / "target" / "compiled" / "tidemark"
     for model, tables in plans.items():
-        sql = (compiled / "models" / "intermediate" / f"{model}.sql").read_text()
+        sql = (compiled / "models" / "intermediate" / "state" / f"{model}.sql").read_text()
         scanned = warm.bronze_scans(sql)
         assert sorted(t for t in scanned if t.endswith("_events")) == tables, (model, scanned)
 

@@ -338,6 +338,36 @@ def test_the_service_maintains_between_cycles_at_most_every_n_seconds_and_surviv
     assert capsys.readouterr().out.count("tidemark run: maintained in") == 2
 
 
+def test_a_spell_of_cycles_with_nothing_new_says_its_first_then_one_line_every_ten_minutes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 64's log target: a cycle that landed and built nothing is one line when a quiet
+    spell begins, then one every QUIET_LINE_S; a build, a failure or new events end the spell."""
+    from tidemark.service import QUIET_LINE_S, reporter
+
+    now = [0.0]
+    report = reporter(20.0, clock=lambda: now[0])
+    built, quiet = CycleResult(500, 0.1, 30.0, True), CycleResult(0, 0.1, None, True)
+    waiting = CycleResult(0, 0.1, None, False, failed_builds=1, retry_in=2)
+    cycles = [built, quiet, quiet, quiet, quiet, built, quiet, waiting, waiting, quiet]
+    for number, (at, result) in enumerate(
+        zip(
+            [0, 20, 40, QUIET_LINE_S + 20, QUIET_LINE_S + 40, 700, 720, 740, 760, 780],
+            cycles,
+            strict=True,
+        ),
+        1,
+    ):
+        now[0] = at
+        report(number, result, False)
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[1].strip() for line in lines] == [
+        "cycle 1", "cycle 2", "cycle 4", "cycle 6", "cycle 7", "cycle 8", "cycle 9", "cycle 10",
+    ]  # fmt: skip
+    assert lines[2].endswith("no build (nothing new); nothing new since cycle 2")
+    assert "FAILED" in lines[5] and "FAILED" in lines[6]  # a failure is never quiet
+
+
 def test_a_port_whose_killed_server_left_connections_in_time_wait_is_not_refused() -> None:
     """Issue 64: a restarted `tidemark run --serve` refused its port for a minute after a kill:
     the dead server's accepted connections sat in TIME_WAIT, which the Thrift server binds over
