@@ -13,25 +13,9 @@ vertices as (
 
 ),
 
-edges as (
-
-    select
-        vertices.job_id,
-        upstream.vertex_id as upstream_vertex_id,
-        vertices.vertex_id as downstream_vertex_id
-    from vertices
-        lateral view explode(vertices.upstream_vertex_ids) upstream as vertex_id
-
-),
-
 downstream as (
 
-    select
-        job_id,
-        upstream_vertex_id as vertex_id,
-        array_sort(collect_set(downstream_vertex_id)) as downstream_vertex_ids
-    from edges
-    group by job_id, upstream_vertex_id
+    select * from {{ ref('int_vertex_edges_reversed') }}
 
 ),
 

@@ -41,6 +41,12 @@ vertices as (
 
 ),
 
+downstream_edges as (
+
+    select * from {{ ref('int_vertex_edges_reversed') }}
+
+),
+
 jobs_with_vertices as (
 
     select distinct job_id
@@ -52,12 +58,11 @@ vertices_with_outputs as (
 
     -- B1: a vertex has an output (a result partition writer) iff another vertex of its job
     -- reads from it; the others are sinks.
-    select distinct
-        vertices.job_id,
-        upstream.vertex_id
-    from vertices
-        lateral view explode(vertices.upstream_vertex_ids) upstream as vertex_id
-    where upstream.vertex_id != vertices.vertex_id
+    select
+        job_id,
+        vertex_id
+    from downstream_edges
+    where exists(downstream_vertex_ids, downstream_vertex_id -> downstream_vertex_id != vertex_id)
 
 ),
 
