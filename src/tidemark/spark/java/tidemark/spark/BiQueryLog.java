@@ -22,18 +22,19 @@ import org.slf4j.LoggerFactory;
  * first characters, as {@code WARN bi: BI query failed (TABLE_OR_VIEW_NOT_FOUND): select ...}.
  * Spark's Thrift server logs the same failure with its whole stack three times (issue 64), so
  * tidemark's log configuration turns those loggers down and the server registers this listener
- * (tidemark.serve.ThriftServer). The same failure again within a minute (a dashboard polling a
- * mart not built yet) is counted, not logged: the next line of it, or the first event after the
- * minute, says how many more there were, and starts its next minute: a failure that keeps coming
- * is one line a minute. It keeps each running statement's text until the
- * statement ends, and each failure's count for a minute.
+ * (tidemark.serve.ThriftServer). The same failure again within ten minutes (a dashboard polling
+ * a mart not built yet) is counted, not logged: the next line of it, or the first event after
+ * the ten minutes, says how many more there were, and starts its next ten minutes: a failure that
+ * keeps coming is one line every ten minutes, as a spell of cycles that find nothing new is
+ * (tidemark.service). It keeps each running statement's text until the statement ends, and each
+ * failure's count for its ten minutes.
  */
 public class BiQueryLog extends SparkListener {
     private static final Logger LOG = LoggerFactory.getLogger("tidemark.bi");
     private static final Pattern ERROR_CLASS =
             Pattern.compile("\\[([A-Z][A-Z0-9_]*(\\.[A-Z0-9_]+)*)\\]");
     private static final int SHOWN = 80;
-    static final long WINDOW_MS = 60000L;
+    static final long WINDOW_MS = 600000L;
     private final Map statements = new ConcurrentHashMap();
     private final Map repeats = new HashMap();
 
@@ -67,7 +68,7 @@ public class BiQueryLog extends SparkListener {
 
     /**
      * The line to log for a failure at {@code atMs}, or null while the same failure was logged
-     * less than a minute ago (it is counted instead).
+     * less than ten minutes ago (it is counted instead).
      */
     public synchronized String failed(String line, long atMs) {
         long[] seen = (long[]) repeats.get(line);
@@ -80,8 +81,8 @@ public class BiQueryLog extends SparkListener {
     }
 
     /**
-     * The counts of failures whose minute ended by {@code nowMs}, as lines: each starts the
-     * failure's next minute. A failure whose minute ended with no repeat is forgotten.
+     * The counts of failures whose ten minutes ended by {@code nowMs}, as lines: each starts the
+     * failure's next ten minutes. A failure whose ten minutes ended with no repeat is forgotten.
      */
     public synchronized List expired(long nowMs) {
         List lines = new ArrayList();
@@ -90,8 +91,8 @@ public class BiQueryLog extends SparkListener {
             long[] seen = (long[]) entry.getValue();
             if (nowMs - seen[0] >= WINDOW_MS) {
                 if (seen[1] > 0) {
-                    // The count is the failure's line of this minute: one more within the
-                    // next minute is counted again, so a steady failure says one line a minute.
+                    // The count is the failure's line of these ten minutes: one more within
+                    // the next ten is counted again, so a steady failure says one line in ten.
                     lines.add(entry.getKey() + more(seen[1]));
                     entry.setValue(new long[] {nowMs, 0L});
                 } else {
@@ -103,7 +104,7 @@ public class BiQueryLog extends SparkListener {
     }
 
     private static String more(long count) {
-        return " (" + count + " more like it in the minute before)";
+        return " (" + count + " more like it in the ten minutes before)";
     }
 
     /** The statement's first characters, on one line. */
