@@ -18,13 +18,11 @@
     update_ms is the latest reading in it. Each value is the one its gauge computed at its own
     update; published_* hold what the capture saw Flink publish (fct_gauge_conformance).
 
-    Epoch rounds (round_source = 'epoch', V1, V4): every epoch multiple of 5000 ms from the first at or after the task's smallest
-    ts_ms through its horizon. A round at the same millisecond as an event happens before it. Each
-    round's slot (T4, T10) is the time measured since the previous round, which is exactly the sum
-    of the task's fct_subtask_seconds over the five seconds before the round (the first slot takes
-    every second before the first round): time is split at the round, never counted twice. The
+    Epoch rounds (round_source = 'epoch', V1, V4): the other tasks' rounds at every epoch
+    multiple of 5000 ms through their horizon, from int_timer_epochs_windowed's slots. The
     published value (T5, T6, T12) is the sum of the last k slots divided by 5k, truncated and
-    clamped to [0, 1000], k = the slots written so far, at most span / 5.
+    clamped to [0, 1000], k = the slots written so far, at most span / 5; the accumulated counts
+    (T9) add the slots since the first recomputed round to this table's round before it.
 -#}
 {%- set slots = tidemark_gauge_window_slots() | int -%}
 
@@ -65,139 +63,24 @@ captured_tasks as (
 
 ),
 
-subtask_seconds as (
+windowed as (
 
-    select * from {{ ref('fct_subtask_seconds') }}
+    select * from {{ ref('int_timer_epochs_windowed') }}
 
 ),
 
 tasks as (
 
+    -- The changed tasks from their first recomputed epoch round on (a captured task's rounds
+    -- are replaced from its first: replaced_tasks).
     select
         planned.job_id,
         planned.vertex_id,
         planned.subtask_index,
         planned.attempt,
-        planned.first_ts_ms,
-        planned.is_busy_time_enabled,
-        planned.first_ts_ms + pmod(-planned.first_ts_ms, 5000) as first_update_ms,
-        {{ tidemark_floor_ms('planned.horizon_ms', 5000) }} as last_update_ms,
-        {% if is_incremental() -%}
-        -- The first round whose slot holds a replayed second.
-        case
-            when planned.is_replayed_from_start
-                then planned.first_ts_ms + pmod(-planned.first_ts_ms, 5000)
-            else greatest(
-                planned.first_ts_ms + pmod(-planned.first_ts_ms, 5000),
-                {{ tidemark_floor_ms('planned.recompute_from_ms', 5000) }} + 5000
-            )
-        end as recompute_from_ms
-        {%- else -%}
-        planned.first_ts_ms + pmod(-planned.first_ts_ms, 5000) as recompute_from_ms
-        {%- endif %}
+        {{ tidemark_epoch_recompute_from_ms('planned') }} as recompute_from_ms
     from planned
-    left anti join captured_tasks
-        on
-            {{ tidemark_same_task('planned', 'captured_tasks') }}
-    {% if is_incremental() -%}
     where planned.is_changed
-    {%- endif %}
-
-),
-
-window_tasks as (
-
-    -- The earliest round a recomputed round's window reaches back to.
-    select
-        tasks.*,
-        greatest(tasks.first_update_ms, tasks.recompute_from_ms - {{ (slots - 1) * 5000 }})
-            as window_from_update_ms
-    from tasks
-
-),
-
-rounds as (
-
-    select
-        job_id,
-        vertex_id,
-        subtask_index,
-        attempt,
-        first_ts_ms,
-        first_update_ms,
-        recompute_from_ms,
-        is_busy_time_enabled,
-        explode(
-            sequence(window_from_update_ms, last_update_ms, cast(5000 as bigint))
-        ) as update_ms
-    from window_tasks
-    where window_from_update_ms <= last_update_ms
-
-),
-
-slot_seconds as (
-
-    select
-        subtask_seconds.job_id,
-        subtask_seconds.vertex_id,
-        subtask_seconds.subtask_index,
-        subtask_seconds.attempt,
-        -- The round right after the second: a second ending on a round belongs to it.
-        {{ tidemark_floor_ms('subtask_seconds.second_start_ms', 5000) }} + 5000 as update_ms,
-        subtask_seconds.idle_ms,
-        subtask_seconds.soft_backpressured_ms,
-        subtask_seconds.hard_backpressured_ms
-    from subtask_seconds
-    left semi join window_tasks  -- noqa: AL04
-        on
-            {{ tidemark_same_task('subtask_seconds', 'window_tasks') }}
-            and subtask_seconds.second_start_ms >= window_tasks.window_from_update_ms - 5000
-    {% if is_incremental() -%}
-    -- Only the recent partitions (a build from scratch reads them all).
-    where
-        {{ tidemark_partitions_from(
-            'subtask_seconds', '(select min(window_from_update_ms) from window_tasks) - 5000'
-        ) }}
-    {%- endif %}
-
-),
-
-slots as (
-
-    select
-        job_id,
-        vertex_id,
-        subtask_index,
-        attempt,
-        update_ms,
-        sum(idle_ms) as idle_ms,
-        sum(soft_backpressured_ms) as soft_backpressured_ms,
-        sum(hard_backpressured_ms) as hard_backpressured_ms
-    from slot_seconds
-    group by job_id, vertex_id, subtask_index, attempt, update_ms
-
-),
-
-round_slots as (
-
-    select
-        rounds.job_id,
-        rounds.vertex_id,
-        rounds.subtask_index,
-        rounds.attempt,
-        rounds.update_ms,
-        rounds.first_ts_ms,
-        rounds.first_update_ms,
-        rounds.recompute_from_ms,
-        rounds.is_busy_time_enabled,
-        coalesce(slots.idle_ms, 0) as idle_ms,
-        coalesce(slots.soft_backpressured_ms, 0) as soft_backpressured_ms,
-        coalesce(slots.hard_backpressured_ms, 0) as hard_backpressured_ms
-    from rounds
-    left join slots
-        on
-            {{ tidemark_same_task('rounds', 'slots') }}
-            and rounds.update_ms = slots.update_ms
 
 ),
 
@@ -227,71 +110,11 @@ previous_rounds as (  -- noqa: ST03
 
 {% endif %}
 
-windowed as (
-
-    select
-        round_slots.*,
-        -- T6: the slots written so far, at most the ring's size.
-        least(
-            (round_slots.update_ms - round_slots.first_update_ms) div 5000 + 1, {{ slots }}
-        ) as written_slots,
-        sum(round_slots.idle_ms) over ring as idle_ring_ms,
-        sum(round_slots.soft_backpressured_ms) over ring as soft_backpressured_ring_ms,
-        sum(round_slots.hard_backpressured_ms) over ring as hard_backpressured_ring_ms,
-        sum(
-            case
-                when round_slots.update_ms >= round_slots.recompute_from_ms
-                    then round_slots.idle_ms
-            end
-        ) over task_so_far as idle_recomputed_ms,
-        sum(
-            case
-                when round_slots.update_ms >= round_slots.recompute_from_ms
-                    then round_slots.soft_backpressured_ms + round_slots.hard_backpressured_ms
-            end
-        ) over task_so_far as back_pressured_recomputed_ms
-    from round_slots
-    window
-        ring as (
-            partition by
-                round_slots.job_id,
-                round_slots.vertex_id,
-                round_slots.subtask_index,
-                round_slots.attempt
-            order by round_slots.update_ms
-            rows between {{ slots - 1 }} preceding and current row
-        ),
-        task_so_far as (
-            partition by
-                round_slots.job_id,
-                round_slots.vertex_id,
-                round_slots.subtask_index,
-                round_slots.attempt
-            order by round_slots.update_ms
-            rows between unbounded preceding and current row
-        )
-
-),
-
 published as (
 
+    -- T9: the accumulated counts, the round's before the first recomputed one plus the time since.
     select
-        windowed.job_id,
-        windowed.vertex_id,
-        windowed.subtask_index,
-        windowed.attempt,
-        windowed.update_ms,
-        windowed.first_ts_ms,
-        windowed.is_busy_time_enabled,
-        -- T6/T12: truncating division by 5k, clamped to [0, 1000].
-        least(greatest(windowed.idle_ring_ms div (5 * windowed.written_slots), 0), 1000)
-            as idle_time_ms_per_second,
-        least(
-            greatest(windowed.soft_backpressured_ring_ms div (5 * windowed.written_slots), 0), 1000
-        ) as soft_back_pressured_time_ms_per_second,
-        least(
-            greatest(windowed.hard_backpressured_ring_ms div (5 * windowed.written_slots), 0), 1000
-        ) as hard_back_pressured_time_ms_per_second,
+        windowed.*,
         {% if is_incremental() -%}
         coalesce(previous_rounds.accumulated_idle_time_ms, 0)
         {%- else -%}
@@ -308,7 +131,6 @@ published as (
         on
             {{ tidemark_same_task('windowed', 'previous_rounds') }}
     {%- endif %}
-    where windowed.update_ms >= windowed.recompute_from_ms
 
 ),
 
