@@ -34,12 +34,6 @@ planned as (
 
 ),
 
-gauge_rounds as (
-
-    select * from {{ ref('int_timer_rounds_replayed') }}
-
-),
-
 gap_ranges as (
 
     select * from {{ ref('int_capture_gaps_spanned') }}
@@ -49,17 +43,6 @@ gap_ranges as (
 captured_rounds as (
 
     select * from {{ ref('int_timer_passes_carried') }}
-
-),
-
-captured_tasks as (
-
-    select distinct
-        job_id,
-        vertex_id,
-        subtask_index,
-        attempt
-    from gauge_rounds
 
 ),
 
@@ -223,7 +206,8 @@ rounds_checked as (
 
 replaced_tasks as (  -- noqa: ST03
 
-    -- Captured tasks are recomputed from their first round.
+    -- Captured tasks (every task with rounds in int_timer_passes_carried) are recomputed from
+    -- their first round.
     select
         job_id,
         vertex_id,
@@ -232,13 +216,13 @@ replaced_tasks as (  -- noqa: ST03
         recompute_from_ms
     from tasks
     union all
-    select
+    select distinct
         job_id,
         vertex_id,
         subtask_index,
         attempt,
         -9223372036854775807 as recompute_from_ms
-    from captured_tasks
+    from captured_rounds
 
 ),
 
