@@ -3,6 +3,7 @@
         materialized='incremental',
         incremental_strategy='insert_overwrite',
         partition_by=['job_id', 'hour_at', 'minute_slice'],
+        publish=true,
     )
 }}
 {#-

@@ -4,6 +4,8 @@ cutoffs are recorded for the builds, never moving back."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tidemark.maintain.retention import DAY_MS, Cutoffs
@@ -14,6 +16,7 @@ pytestmark = pytest.mark.spark
 SCHEMA = "state_t"
 CUTOFF = 10 * DAY_MS
 OLD, NEW = CUTOFF - 1, CUTOFF  # a task's last ts_ms just before the cutoff, and at it
+KEEP_MS = 600_000
 
 
 def _cutoffs(task_marts_ms: int = CUTOFF) -> Cutoffs:
@@ -24,7 +27,16 @@ def _cutoffs(task_marts_ms: int = CUTOFF) -> Cutoffs:
 def sql(spark):
     spark.sql(f"create database if not exists {SCHEMA}_intermediate")
     yield lambda statement: [tuple(row) for row in spark.sql(statement).collect()]
-    spark.sql(f"drop database {SCHEMA}_intermediate cascade")
+    for database in (f"{SCHEMA}_intermediate", f"{SCHEMA}_intermediate_publishing"):
+        spark.sql(f"drop database if exists {database} cascade")
+
+
+def _location(sql, table: str, partition: str) -> Path:
+    """The folder of one partition (the partition's own Location, before the table's)."""
+    rows = sql(f"describe formatted {table} partition ({partition})")
+    start = [row[0] for row in rows].index("# Detailed Partition Information")
+    location = next(row[1] for row in rows[start:] if row[0] == "Location")
+    return Path(location.removeprefix("file:"))
 
 
 def _tasks(sql, table: str) -> list[tuple]:
@@ -47,7 +59,8 @@ def test_tasks_the_task_marts_no_longer_hold_leave_the_checkpoints(sql) -> None:
         f"('v', 0, 0, {OLD}, 'b') as t(vertex_id, subtask_index, attempt, effective_ms, job_id)"
     )
 
-    report = expire_state(sql, _cutoffs(), SCHEMA)
+    kept_before = _location(sql, tasks, "job_id = 'a'")
+    report = expire_state(sql, _cutoffs(), KEEP_MS, SCHEMA)
     assert report.expired == {tasks: 2, valves: 2}
     assert report.describe() == (
         "state: tasks past the task marts' retention dropped: 2 from int_timer_tasks_checkpointed, "
@@ -60,8 +73,14 @@ def test_tasks_the_task_marts_no_longer_hold_leave_the_checkpoints(sql) -> None:
         ("a", 1, NEW),
     ]
     assert sql(f"show partitions {valves}") == [("job_id=a",)]
+    # Job a's rewrite was published, not overwritten in place (decision 0023): its partition
+    # points at new files below the table's folder, and the old ones stay for KEEP_MS, so a kill
+    # at any moment leaves one whole version of the job's rows.
+    kept_after = _location(sql, tasks, "job_id = 'a'")
+    assert "_tidemark_versions" in kept_after.parts and kept_after != kept_before
+    assert any(kept_after.glob("*.parquet")) and any(kept_before.glob("*.parquet"))
     # Again: nothing more to drop, nothing rewritten.
-    assert expire_state(sql, _cutoffs(), SCHEMA).expired == {tasks: 0, valves: 0}
+    assert expire_state(sql, _cutoffs(), KEEP_MS, SCHEMA).expired == {tasks: 0, valves: 0}
 
 
 def test_a_checkpoint_an_earlier_release_made_waits_for_the_next_build(sql) -> None:
@@ -69,7 +88,7 @@ def test_a_checkpoint_an_earlier_release_made_waits_for_the_next_build(sql) -> N
     partitioned, and its plan leaves out the tasks before the recorded cutoff meanwhile."""
     tasks = f"{SCHEMA}_intermediate.int_timer_tasks_checkpointed"
     sql(f"create table {tasks} using parquet as select 'a' as job_id, {OLD} as horizon_ms")
-    assert expire_state(sql, _cutoffs(), SCHEMA).expired == {}
+    assert expire_state(sql, _cutoffs(), KEEP_MS, SCHEMA).expired == {}
     assert sql(f"select job_id from {tasks}") == [("a",)]
 
 

@@ -1,6 +1,7 @@
 {#- By job, so that `tidemark maintain` can drop the tasks the task marts no longer hold through
-    SQL (a dynamic partition overwrite, which may read the table it writes). -#}
-{{ config(materialized='table', partition_by=['job_id']) }}
+    SQL (a job's partition rewritten and published). Published, as the marts are: the table is
+    replaced in one metastore step, so a kill never leaves the commit point missing (0023). -#}
+{{ config(materialized='table', partition_by=['job_id'], publish=true) }}
 -- The commit point of a gauge run: after the seconds' checkpoint, itself after the marts.
 -- depends_on: {{ ref('int_timer_seconds_checkpointed') }}
 {#

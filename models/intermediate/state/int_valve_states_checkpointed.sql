@@ -3,7 +3,7 @@
         materialized='incremental',
         incremental_strategy='insert_overwrite',
         partition_by=['job_id'],
-        on_schema_change='append_new_columns',
+        publish=true,
     )
 }}
 {#-

@@ -55,4 +55,4 @@ def maintain(lake: Lake, retention: Retention, sql: Sql | None, keep_ms: int) ->
         return MaintainReport(newest, bronze)
     record_cutoffs(sql, cutoffs, newest)
     marts = expire_marts(sql, cutoffs, keep_ms)
-    return MaintainReport(newest, bronze, marts, expire_state(sql, cutoffs))
+    return MaintainReport(newest, bronze, marts, expire_state(sql, cutoffs, keep_ms))

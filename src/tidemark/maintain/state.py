@@ -17,12 +17,14 @@ leaves every test passing.
 
 Through SQL only, as :mod:`.marts`, so that it runs on the process's own Spark session or
 through a Thrift server. Both tables are partitioned by `job_id`: a job with an expired task is
-rewritten with the tasks it keeps (Spark's dynamic partition overwrite, which may read the table
-it writes), a job whose every task expired is dropped.
+rewritten with the tasks it keeps, written to new folders and published as the builds publish
+them (decision 0015: the job's partition re-pointed in one metastore step, so that a kill leaves
+it as it was, decision 0023), a job whose every task expired is dropped.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 
 from tidemark.maintain.marts import Sql, tables_in
@@ -74,9 +76,11 @@ def record_cutoffs(sql: Sql, cutoffs: Cutoffs, newest_ms: int, schema: str = "ti
     )
 
 
-def expire_state(sql: Sql, cutoffs: Cutoffs, schema: str = "tidemark") -> StateReport:
+def expire_state(
+    sql: Sql, cutoffs: Cutoffs, keep_ms: int, schema: str = "tidemark"
+) -> StateReport:
     """Drop the tasks whose last ts_ms is before the task marts' cutoff from the checkpoints
-    keyed by task."""
+    keyed by task; the files a rewritten job replaced stay on disk ``keep_ms``."""
     report = StateReport()
     database = f"{schema}_intermediate"
     present = set(tables_in(sql, database))
@@ -84,11 +88,13 @@ def expire_state(sql: Sql, cutoffs: Cutoffs, schema: str = "tidemark") -> StateR
         table = f"{database}.{name}"
         if name not in present or "job_id" not in _partition_columns(sql, table):
             continue  # not built yet, or built by a release before (the next build partitions it)
-        report.expired[table] = _expire_tasks(sql, table, time_column, cutoffs.task_marts_ms)
+        report.expired[table] = _expire_tasks(
+            sql, table, time_column, cutoffs.task_marts_ms, keep_ms
+        )
     return report
 
 
-def _expire_tasks(sql: Sql, table: str, time_column: str, cutoff_ms: int) -> int:
+def _expire_tasks(sql: Sql, table: str, time_column: str, cutoff_ms: int, keep_ms: int) -> int:
     task = ", ".join(TASK)
     tasks = (
         f"select {task}, max({time_column}) >= {cutoff_ms} as is_kept from {table} group by {task}"
@@ -101,20 +107,44 @@ def _expire_tasks(sql: Sql, table: str, time_column: str, cutoff_ms: int) -> int
         return 0
     if any(kept for _, kept, _ in jobs):
         # The jobs with tasks to keep, rewritten with them: every partition written has rows,
-        # and only those are replaced (dynamic, as tidemark's sessions are; said again for a
-        # Thrift server's, as dbt-spark's insert_overwrite does).
+        # and only those are replaced.
         joined = " and ".join(f"state.{c} <=> kept.{c}" for c in TASK)
-        sql("set spark.sql.sources.partitionOverwriteMode=dynamic")
-        sql(
-            f"insert overwrite table {table} select state.* from {table} as state "
+        _publish_partitions(
+            sql,
+            table,
+            f"select state.* from {table} as state "
             f"left semi join ({tasks}) as kept on {joined} and kept.is_kept "
-            f"where state.job_id in ({', '.join(_literal(job) for job, kept, _ in jobs if kept)})"
+            f"where state.job_id in ({', '.join(_literal(job) for job, kept, _ in jobs if kept)})",
+            keep_ms,
         )
     gone = [job for job, kept, _ in jobs if not kept]
     if gone:
         specs = ", ".join(f"partition (job_id = {_literal(job)})" for job in gone)
         sql(f"alter table {table} drop if exists {specs}")
     return sum(expired for _, _, expired in jobs)
+
+
+def _publish_partitions(sql: Sql, table: str, select: str, keep_ms: int) -> None:
+    """The partitions (by `job_id`) of ``select``'s rows replace ``table``'s, as
+    macros/tidemark_publish.sql replaces a build's: written to a stage table in
+    `<schema>_publishing` whose folder lies below the table's own, then published by
+    `CALL tidemark_system.marts.publish` in one metastore step. Nothing is deleted in place:
+    Spark's dynamic partition overwrite deletes a partition's folder before it moves the new one
+    in, and a kill between the two lost the partition."""
+    database, name = table.split(".")
+    stage = f"{database}_publishing.{name}"
+    described = dict(row[:2] for row in sql(f"describe database extended {database}"))
+    home = f"{described['Location'].rstrip('/')}/{name}"
+    version = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%f") + "-maintain"
+    if not sql(f"show databases like '{database}_publishing'"):
+        sql(f"create database {database}_publishing")
+    sql(f"call tidemark_system.marts.discard('{table}', '{stage}')")
+    sql(
+        f"create table {stage} using parquet partitioned by (job_id) "
+        f"location '{home}/_tidemark_versions/{version}' "
+        f"as select * from ({select}) distribute by job_id"
+    )
+    sql(f"call tidemark_system.marts.publish('{table}', '{stage}', false, {keep_ms})")
 
 
 def _partition_columns(sql: Sql, table: str) -> list[str]:
