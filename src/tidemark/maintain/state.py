@@ -76,9 +76,7 @@ def record_cutoffs(sql: Sql, cutoffs: Cutoffs, newest_ms: int, schema: str = "ti
     )
 
 
-def expire_state(
-    sql: Sql, cutoffs: Cutoffs, keep_ms: int, schema: str = "tidemark"
-) -> StateReport:
+def expire_state(sql: Sql, cutoffs: Cutoffs, keep_ms: int, schema: str = "tidemark") -> StateReport:
     """Drop the tasks whose last ts_ms is before the task marts' cutoff from the checkpoints
     keyed by task; the files a rewritten job replaced stay on disk ``keep_ms``."""
     report = StateReport()
