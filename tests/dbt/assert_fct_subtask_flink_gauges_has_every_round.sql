@@ -10,41 +10,11 @@ all_planned as (
 
 ),
 
-cutoff as (
-
-    select coalesce(max(task_marts_cutoff_ms), -9223372036854775808) as cutoff_ms
-    from all_planned
-
-),
-
-planned as (
-
-    select
-        all_planned.job_id,
-        all_planned.vertex_id,
-        all_planned.subtask_index,
-        all_planned.attempt,
-        all_planned.horizon_ms,
-        greatest(all_planned.first_ts_ms, cutoff.cutoff_ms) as first_ts_ms
-    from all_planned
-    cross join cutoff
-    where all_planned.horizon_ms >= cutoff.cutoff_ms
-
-),
-
-all_flink_gauges as (
-
-    -- Rows before the cutoff are about to be expired (a maintenance cut short).
-    select all_rounds.*
-    from {{ ref('fct_subtask_flink_gauges') }} as all_rounds
-    cross join cutoff
-    where all_rounds.update_ms >= cutoff.cutoff_ms
-
-),
+{{ tidemark_tasks_within_retention('all_planned', ref('fct_subtask_flink_gauges'), 'update_ms') }},
 
 flink_gauges as (
 
-    select * from all_flink_gauges
+    select * from mart_rows
     where round_source = 'epoch'
 
 ),
@@ -56,7 +26,7 @@ captured_tasks as (
         vertex_id,
         subtask_index,
         attempt
-    from all_flink_gauges
+    from mart_rows
     where round_source = 'captured'
 
 ),

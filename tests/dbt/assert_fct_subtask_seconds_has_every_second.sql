@@ -10,37 +10,7 @@ all_planned as (
 
 ),
 
-cutoff as (
-
-    select coalesce(max(task_marts_cutoff_ms), -9223372036854775808) as cutoff_ms
-    from all_planned
-
-),
-
-planned as (
-
-    select
-        all_planned.job_id,
-        all_planned.vertex_id,
-        all_planned.subtask_index,
-        all_planned.attempt,
-        all_planned.horizon_ms,
-        greatest(all_planned.first_ts_ms, cutoff.cutoff_ms) as first_ts_ms
-    from all_planned
-    cross join cutoff
-    where all_planned.horizon_ms >= cutoff.cutoff_ms
-
-),
-
-subtask_seconds as (
-
-    -- Rows before the cutoff are about to be expired (a maintenance cut short).
-    select all_seconds.*
-    from {{ ref('fct_subtask_seconds') }} as all_seconds
-    cross join cutoff
-    where all_seconds.second_start_ms >= cutoff.cutoff_ms
-
-),
+{{ tidemark_tasks_within_retention('all_planned', ref('fct_subtask_seconds'), 'second_start_ms') }},
 
 task_spans as (
 
@@ -52,7 +22,7 @@ task_spans as (
         min(second_start_ms) as first_second_ms,
         max(second_start_ms) as last_second_ms,
         count(*) as second_count
-    from subtask_seconds
+    from mart_rows
     group by job_id, vertex_id, subtask_index, attempt
 
 ),
