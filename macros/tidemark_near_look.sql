@@ -38,3 +38,45 @@
         and {{ tidemark_partitions_from('t', from_ms) }}
     where {{ candidate }}
 {%- endmacro %}
+
+{#-
+    The looks tidemark_near_look answered, as the model's CTEs: `far_runs` (when a task needs the
+    second look), `near_<name>` and `far_<name>` (the caller's select, once per look) and `<name>`,
+    their union. The caller is given the tasks to join (`runs` or `far_runs`), its look's
+    partition filter over `alias` and the far look's broadcast hint. The model writes the comma
+    after it.
+-#}
+{% macro tidemark_near_and_far(name, look_up, near_from_ms, relation, alias, found, candidate) -%}
+{%- if look_up.far %}
+far_runs as (
+
+    {{ tidemark_far_runs(near_from_ms, relation, found, candidate) }}
+
+),
+{%- endif %}
+{%- for look in (['near', 'far'] if look_up.far else ['near']) %}
+
+{{ look }}_{{ name }} as (
+
+    {%- if look == 'far' %}
+    -- The tasks are few (mostly none) and broadcast: none leaves the table unread.
+    {%- endif %}
+    {{ caller(
+        'runs' if look == 'near' else 'far_runs',
+        ('not ' if look == 'far' else '') ~ tidemark_partitions_from(alias, near_from_ms),
+        '/*+ broadcast(far_runs) */' if look == 'far' else ''
+    ) }}
+
+),
+{%- endfor %}
+
+{{ name }} as (
+
+    select * from near_{{ name }}
+    {%- if look_up.far %}
+    union all
+    select * from far_{{ name }}
+    {%- endif %}
+
+)
+{%- endmacro %}

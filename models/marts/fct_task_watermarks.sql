@@ -99,23 +99,9 @@ existing as (
     second look every seed lies in the near partitions. -#}
 {%- set tail_from.sql = 'least(min(valve_recompute_from_ms), ' ~ near_from_ms ~ ')'
     if not look_up.far else 'min(recompute_from_ms)' %}
-{%- if look_up.far %}
-
-far_runs as (
-
-    {{ tidemark_far_runs(near_from_ms, this, seed_found, seed_wanted) }}
-
-),
-{%- endif %}
-{%- for look in (['near', 'far'] if look_up.far else ['near']) %}
-{%- set tasks = 'runs' if look == 'near' else 'far_runs' %}
-{%- set negated = 'not ' if look == 'far' else '' %}
-
-{{ look }}_seeds as (
-
-    {%- if look == 'far' %}
-    -- The tasks are few (mostly none) and broadcast: none leaves the table unread.
-    {%- endif %}
+{% call(tasks, in_look, hint) tidemark_near_and_far(
+    'seeds', look_up, near_from_ms, this, 'existing', seed_found, seed_wanted
+) %}
     select
         job_id,
         vertex_id,
@@ -131,7 +117,7 @@ far_runs as (
         seed.last_progress_ms as progress_ms,
         true as is_seed
     from (
-        select {{ '/*+ broadcast(far_runs) */' if look == 'far' }}
+        select {{ hint }}
             existing.job_id,
             existing.vertex_id,
             existing.subtask_index,
@@ -155,22 +141,10 @@ far_runs as (
                 {{ tidemark_same_task('existing', tasks) }}
         where
             existing.seq <= {{ tasks }}.resumed_after_seq
-            and {{ negated }}{{ tidemark_partitions_from('existing', near_from_ms) }}
+            and {{ in_look }}
         group by existing.job_id, existing.vertex_id, existing.subtask_index, existing.attempt
     )
-
-),
-{%- endfor %}
-
-seeds as (
-
-    select * from near_seeds
-    {%- if look_up.far %}
-    union all
-    select * from far_seeds
-    {%- endif %}
-
-),
+{% endcall %},
 
 points as (
 

@@ -99,24 +99,11 @@ second_ends as (
 ) if is_incremental() else {'from_ms': none, 'far': false} %}
 {%- set near_from_ms = 'cast(' ~ ('null' if look_up.from_ms is none else look_up.from_ms)
     ~ ' as bigint)' %}
-{%- if look_up.far %}
-
-far_runs as (
-
-    {{ tidemark_far_runs(near_from_ms, ref('fct_task_watermarks'), change_found, change_wanted) }}
-
-),
-{%- endif %}
-{%- for look in (['near', 'far'] if look_up.far else ['near']) %}
-{%- set tasks = 'runs' if look == 'near' else 'far_runs' %}
-{%- set negated = 'not ' if look == 'far' else '' %}
-
-{{ look }}_changes as (
-
-    {%- if look == 'far' %}
-    -- The tasks are few (mostly none) and broadcast: none leaves the table unread.
-    {%- endif %}
-    select {{ '/*+ broadcast(far_runs) */' if look == 'far' }}
+{% call(tasks, in_look, hint) tidemark_near_and_far(
+    'changes', look_up, near_from_ms, ref('fct_task_watermarks'), 'task_watermarks',
+    change_found, change_wanted
+) %}
+    select {{ hint }}
         task_watermarks.job_id,
         task_watermarks.vertex_id,
         task_watermarks.subtask_index,
@@ -138,20 +125,8 @@ far_runs as (
             task_watermarks.valid_to_ms is null
             or task_watermarks.valid_to_ms >= {{ tasks }}.recompute_from_ms
         )
-        and {{ negated }}{{ tidemark_partitions_from('task_watermarks', near_from_ms) }}
-
-),
-{%- endfor %}
-
-changes as (
-
-    select * from near_changes
-    {%- if look_up.far %}
-    union all
-    select * from far_changes
-    {%- endif %}
-
-),
+        and {{ in_look }}
+{% endcall %},
 
 carried as (
 
