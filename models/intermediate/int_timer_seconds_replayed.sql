@@ -10,17 +10,11 @@
     horizon so counts up to it (contract §4), and one spanning many seconds needs no row per
     second. One pass over the events, one over the seconds.
 
-    The same integration counts the samples of Flink <= 1.12's sampled back pressure (B1-B3,
-    int_backpressure_samples_counted): instead of milliseconds in [c, E) it counts the sample
-    instants there (tidemark_backpressure_samples_before), and instead of one gauge it follows
-    "the soft or the hard gauge measures" (the two gauges' states after each event,
-    int_timer_events_sequenced).
-
-    A table rebuilt every run: the work of one run, written once and read by the marts and the
-    checkpoint. In a full plan it holds every task-second.
+    The same integration counts what the events change of the back-pressured samples in the
+    second (B1; int_backpressure_samples_counted counts the samples, B2-B3): sample instants in
+    [c, E) instead of milliseconds (tidemark_backpressure_samples_before), and "the soft or the
+    hard gauge measures" instead of one gauge (their states after each event).
 -#}
-{%- set sampling = tidemark_backpressure_sampling() %}
-
 with
 
 planned as (
@@ -54,63 +48,47 @@ seconds_grid as (
 
 event_changes as (
 
+    -- Per event, what it changes from its clock to the end of its second or the horizon: its
+    -- gauge's milliseconds, and the back-pressured sample instants (B1: added by an event that
+    -- opens the first of the soft and hard gauges, removed by one that closes the last).
     select
-        sequenced_events.task_key,
-        {{ tidemark_floor_ms('sequenced_events.clock_ms', 1000) }} as second_start_ms,
-        sequenced_events.seq,
-        sequenced_events.ts_ms,
-        sequenced_events.clock_ms,
-        sequenced_events.gauge,
-        sequenced_events.is_idle_open_after,
-        sequenced_events.is_soft_backpressured_open_after,
-        sequenced_events.is_hard_backpressured_open_after,
-        -- The change's share of its second: from the event to the end of the second or horizon.
-        sequenced_events.open_change * (
-            least(
-                {{ tidemark_floor_ms('sequenced_events.clock_ms', 1000) }} + 1000,
-                planned.horizon_ms
-            )
-            - sequenced_events.clock_ms
-        ) as change_ms,
-        -- The second's end, and how many of the soft and hard gauges measure after the event.
-        least(
-            {{ tidemark_floor_ms('sequenced_events.clock_ms', 1000) }} + 1000, planned.horizon_ms
-        ) as second_end_ms,
-        case
-            when sequenced_events.gauge in ('soft_backpressured', 'hard_backpressured')
-                then sequenced_events.open_change
-            else 0
-        end as backpressure_open_change,
-        case when sequenced_events.is_soft_backpressured_open_after then 1 else 0 end
-        + case when sequenced_events.is_hard_backpressured_open_after then 1 else 0 end
-            as backpressure_open_count
-    from sequenced_events
-    inner join planned
-        on sequenced_events.task_key = planned.task_key
-
-),
-
-event_sample_changes as (
-
-    -- B1: a sample is back-pressured while the soft or the hard gauge measures (counted once
-    -- when both do). An event that opens the first of them adds the sample instants from its
-    -- clock to the end of its second, one that closes the last removes them.
-    select
-        event_changes.*,
+        task_key,
+        second_start_ms,
+        seq,
+        ts_ms,
+        clock_ms,
+        gauge,
+        is_idle_open_after,
+        is_soft_backpressured_open_after,
+        is_hard_backpressured_open_after,
+        open_change * (second_end_ms - clock_ms) as change_ms,
         (
-            case when event_changes.backpressure_open_count > 0 then 1 else 0 end
-            - case
-                when
-                    event_changes.backpressure_open_count - event_changes.backpressure_open_change
-                    > 0
-                    then 1
-                else 0
-            end
+            case when backpressure_open_count > 0 then 1 else 0 end
+            - case when backpressure_open_count - backpressure_open_change > 0 then 1 else 0 end
         ) * (
             {{ tidemark_backpressure_samples_before('second_end_ms') }}
             - {{ tidemark_backpressure_samples_before('clock_ms') }}
         ) as backpressured_samples_change
-    from event_changes
+    from (
+        select
+            sequenced_events.*,
+            {{ tidemark_floor_ms('sequenced_events.clock_ms', 1000) }} as second_start_ms,
+            least(
+                {{ tidemark_floor_ms('sequenced_events.clock_ms', 1000) }} + 1000,
+                planned.horizon_ms
+            ) as second_end_ms,
+            case
+                when sequenced_events.gauge in ('soft_backpressured', 'hard_backpressured')
+                    then sequenced_events.open_change
+                else 0
+            end as backpressure_open_change,
+            case when sequenced_events.is_soft_backpressured_open_after then 1 else 0 end
+            + case when sequenced_events.is_hard_backpressured_open_after then 1 else 0 end
+                as backpressure_open_count
+        from sequenced_events
+        inner join planned
+            on sequenced_events.task_key = planned.task_key
+    ) as events
 
 ),
 
@@ -132,19 +110,7 @@ task_second_rows as (
 
     union all
 
-    select
-        task_key,
-        second_start_ms,
-        seq,
-        ts_ms,
-        clock_ms,
-        gauge,
-        is_idle_open_after,
-        is_soft_backpressured_open_after,
-        is_hard_backpressured_open_after,
-        change_ms,
-        backpressured_samples_change
-    from event_sample_changes
+    select * from event_changes
 
 ),
 
@@ -245,29 +211,6 @@ start_states as (
 
 ),
 
-sampled_seconds as (
-
-    -- B2/B3: the second's samples belong to the sampling that starts at its refresh interval
-    -- (tidemark_backpressure_sampling: one at most). The task takes them only when it was
-    -- already running when that sampling started (B2: else no sampling at all) and, within
-    -- the second, before its horizon (samples after the task stopped are not taken).
-    select
-        start_states.*,
-        {{ tidemark_floor_ms('start_states.second_start_ms', sampling.refresh_ms) }}
-            as sampling_start_ms,
-        case
-            when
-                {{ tidemark_floor_ms('start_states.second_start_ms', sampling.refresh_ms) }}
-                >= start_states.first_ts_ms
-                then {{ tidemark_backpressure_samples_before(
-                    'start_states.second_start_ms + start_states.second_length_ms'
-                ) }} - {{ tidemark_backpressure_samples_before('start_states.second_start_ms') }}
-            else 0
-        end as samples_taken
-    from start_states
-
-),
-
 final as (
 
     select
@@ -282,27 +225,11 @@ final as (
         + soft_backpressured_change_ms as soft_backpressured_ms,
         case when is_hard_backpressured_open_at_start then second_length_ms else 0 end
         + hard_backpressured_change_ms as hard_backpressured_ms,
-        sampling_start_ms,
-        samples_taken,
-        -- B1: the samples at instants inside the soft or the hard measurements.
-        case
-            when samples_taken = 0 then 0
-            when is_soft_backpressured_open_at_start or is_hard_backpressured_open_at_start
-                then samples_taken + backpressured_samples_change
-            else backpressured_samples_change
-        end as backpressured_samples,
-        -- The instant of the second's last sample (B3 end-timestamp), NULL without samples.
-        case
-            when samples_taken > 0 then sampling_start_ms + (
-                least(
-                    {{ sampling.num_samples }},
-                    (
-                        second_start_ms + second_length_ms - sampling_start_ms
-                        + {{ sampling.delay_ms - 1 }}
-                    ) div {{ sampling.delay_ms }}
-                ) - 1
-            ) * {{ sampling.delay_ms }}
-        end as last_sample_ms,
+        second_length_ms,
+        -- B1: whether a sample at the second's start is back-pressured, and the events' change.
+        coalesce(is_soft_backpressured_open_at_start or is_hard_backpressured_open_at_start, false)
+            as is_backpressured_at_start,
+        backpressured_samples_change,
         end_seq,
         end_clock_ms,
         min_ts_ms,
@@ -316,7 +243,7 @@ final as (
         processed_ingest_id,
         {{ tidemark_hour_at('second_start_ms') }} as hour_at,
         {{ tidemark_minute_slice('second_start_ms') }} as minute_slice
-    from sampled_seconds
+    from start_states
 
 )
 
