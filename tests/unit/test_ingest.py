@@ -26,7 +26,7 @@ from tests.events import (
 from tidemark.ingest import bronze_index, landing
 from tidemark.ingest.landing import ingest
 from tidemark.ingest.report import IngestReport
-from tidemark.ingest.schema import TIMER_EVENTS
+from tidemark.ingest.schema import TIMER_EVENTS, VERTICES
 from tidemark.ingest.summary import BronzeSummary, Generations
 from tidemark.lake import Lake
 
@@ -257,6 +257,67 @@ def test_vertex_defaults(tmp_path: Path, lake: Lake) -> None:
     [graph] = rows(lake, "vertices")
     assert graph["busy_time_enabled"] is True and graph["upstream_vertex_ids"] == []
     assert graph["vertex_name"] is None
+
+
+def test_vertex_records_carry_the_release_key_groups_and_ship_strategies(
+    tmp_path: Path, lake: Lake
+) -> None:
+    """Contract §8: the optional fields land as given, absent ones read NULL; a record that adds
+    them to an earlier one's graph is new, not a repeat; each breach is quarantined with why."""
+    graph = {"upstream_vertex_ids": ["a", "b"], "parallelism": 2}
+    full = {
+        "flink_version": "1.15.4",
+        "max_parallelism": 128,
+        "input_ship_strategies": ["HASH", "FORWARD"],
+    }
+    lines = [
+        vertex(**graph),
+        vertex(**graph, **full),  # adds the fields: lands
+        vertex(**graph, **full),  # a repeat
+        vertex(vertex_id="w", flink_version="2.3-SNAPSHOT"),
+        vertex(vertex_id="x", flink_version="two"),
+        vertex(vertex_id="y", max_parallelism=0),
+        vertex(vertex_id="z", **graph, input_ship_strategies=["HASH"]),
+        vertex(vertex_id="n", **graph, input_ship_strategies=["HASH", ""]),
+    ]
+    report = ingest([write_jsonl(tmp_path / "g.jsonl", lines)], lake)
+    assert (report.accepted, report.duplicates, report.quarantined) == (3, 1, 4)
+    landed = [
+        (r["vertex_id"], r["flink_version"], r["max_parallelism"], r["input_ship_strategies"])
+        for r in rows(lake, "vertices")
+    ]
+    assert sorted(landed, key=str) == sorted(
+        [
+            ("map", None, None, None),
+            ("map", "1.15.4", 128, ["HASH", "FORWARD"]),
+            ("w", "2.3-SNAPSHOT", None, None),
+        ],
+        key=str,
+    )
+    assert quarantine_reasons(lake) == {
+        5: "field 'flink_version' is 'two': expected a Flink release like 1.15.4 or 2.3.0",
+        6: "field 'max_parallelism' is below 1: 0",
+        7: "field 'input_ship_strategies' has 1 names for 2 upstream vertices: one per entry of "
+        "upstream_vertex_ids",
+        8: "field 'input_ship_strategies' holds a null or empty name",
+    }
+
+
+def test_a_lake_from_before_the_release_field_gains_its_columns(tmp_path: Path, lake: Lake) -> None:
+    """Migration: a vertices table from before contract §8 keeps its rows (NULL in the new
+    columns), and a record with the release lands beside them."""
+    new = {"flink_version", "max_parallelism", "input_ship_strategies"}
+    old_schema = pa.schema([f for f in VERTICES if f.name not in new])
+    ingest([write_jsonl(tmp_path / "old.jsonl", [vertex()])], lake)
+    table_path = lake.bronze_table("vertices")
+    kept = DeltaTable(str(table_path)).to_pyarrow_table().select(old_schema.names)
+    write_deltalake(
+        str(table_path), kept.cast(old_schema), mode="overwrite", schema_mode="overwrite"
+    )
+    assert not new & set(DeltaTable(str(table_path)).schema().to_arrow().names)
+    report = ingest([write_jsonl(tmp_path / "new.jsonl", [vertex(flink_version="1.15.4")])], lake)
+    assert (report.accepted, report.duplicates, report.quarantined) == (1, 0, 0)
+    assert sorted((r["flink_version"] or "") for r in rows(lake, "vertices")) == ["", "1.15.4"]
 
 
 def test_a_vertex_list_arrow_infers_wrongly_is_quarantined_not_a_crash(

@@ -12,7 +12,7 @@ import pyarrow.dataset as ds
 from deltalake import DeltaTable
 
 from tidemark.ingest.identity import IdentityIndex, Task, task_codes
-from tidemark.ingest.schema import PARSED
+from tidemark.ingest.schema import LINEAGE, PARSED, VERTICES
 from tidemark.ingest.summary import IDENTITY, BronzeSummary
 
 
@@ -61,9 +61,9 @@ def landed_vertices(
     tables: dict[str, DeltaTable], exclude_sha: str | None, job_id: str | None = None
 ) -> Iterator[dict[str, object]]:
     """The vertex records in bronze (of one job, if given), as dicts."""
-    columns = ["job_id", "vertex_id", "vertex_name", "parallelism", "busy_time_enabled"]
+    columns = [f.name for f in VERTICES if f.name not in {f.name for f in LINEAGE}]
     where = None if job_id is None else ds.field("job_id") == job_id
-    for batch in _scan(tables["vertices"], [*columns, "upstream_vertex_ids"], exclude_sha, where):
+    for batch in _scan(tables["vertices"], columns, exclude_sha, where):
         yield from batch.to_pylist()
 
 

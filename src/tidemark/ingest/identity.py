@@ -358,4 +358,10 @@ def vertex_key(row: dict[str, object]) -> tuple[str, str, str]:
         True if busy is None else busy,
         list(row.get("upstream_vertex_ids") or []),  # type: ignore[call-overload]
     ]
+    # Contract §8's fields, where present: a record that adds them is not a repeat of one without.
+    payload += [
+        [name, row[name]]
+        for name in ("flink_version", "max_parallelism", "input_ship_strategies")
+        if row.get(name) is not None
+    ]
     return (str(row["job_id"]), str(row["vertex_id"]), json.dumps(payload, sort_keys=True))

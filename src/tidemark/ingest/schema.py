@@ -15,6 +15,7 @@ INT32_FIELDS = (
     "channel_index",
     "num_channels",
     "parallelism",
+    "max_parallelism",
 )
 INT64_FIELDS = ("seq", "ts_ms", "watermark_ms", "published", "to_seq", "to_ts_ms", "dropped")
 STRING_FIELDS = (
@@ -27,9 +28,10 @@ STRING_FIELDS = (
     "vertex_name",
     "kind",
     "reason",
+    "flink_version",
 )
 BOOL_FIELDS = ("busy_time_enabled",)
-STRING_LIST_FIELDS = ("upstream_vertex_ids",)
+STRING_LIST_FIELDS = ("upstream_vertex_ids", "input_ship_strategies")
 
 PARSED = pa.schema(
     [(name, pa.string()) for name in STRING_FIELDS]
@@ -114,6 +116,12 @@ VERTICES = pa.schema(
         pa.field("parallelism", pa.int32(), nullable=False),
         pa.field("busy_time_enabled", pa.bool_(), nullable=False),
         pa.field("upstream_vertex_ids", pa.list_(pa.string()), nullable=False),
+        # Contract §8, optional: the release the job ran on, the vertex's key groups, and how
+        # each input (in upstream_vertex_ids' order) ships records. Added after the lake's first
+        # release: ensure_tables adds them to an older lake's table (NULL in its rows).
+        pa.field("flink_version", pa.string()),
+        pa.field("max_parallelism", pa.int32()),
+        pa.field("input_ship_strategies", pa.list_(pa.string())),
     ]
     + LINEAGE
 )

@@ -24,6 +24,9 @@ ACTIONS = ("start", "end", "update")
 OUTPUT_KINDS = ("watermark", "status")
 STATUSES = ("IDLE", "ACTIVE")
 PUBLISHED_MAX = 1000  # T6/T12: a TimerGauge publishes a value in [0, 1000]
+# A `vertex` record's flink_version (contract §8): MAJOR.MINOR, then anything (1.15.4, 2.3.0,
+# 1.20-SNAPSHOT): the models read the release's rules from the first two numbers.
+RELEASE = r"^[0-9]+\.[0-9]+([.-].*)?$"
 
 Rule = tuple[np.ndarray, Callable[[int], str]]
 
@@ -49,6 +52,18 @@ def enum_codes(array: pa.ChunkedArray, allowed: tuple[str, ...]) -> np.ndarray:
 def is_type(kind: np.ndarray, types: tuple[str, ...]) -> np.ndarray:
     """Whether each row's type, as ``enum_codes(table["type"], EVENT_TYPES)``, is in ``types``."""
     return np.isin(kind, [EVENT_TYPES.index(t) for t in types])
+
+
+def _holds_null_or_empty(lists: pa.ChunkedArray, n: int) -> np.ndarray:
+    """Whether each row's list of strings holds a null or an empty string (False for none)."""
+    bad_rows = np.zeros(n, dtype=bool)
+    flat = pc.list_flatten(lists)
+    if len(flat):
+        bad_items = pc.or_kleene(
+            pc.is_null(flat), pc.fill_null(pc.equal(pc.utf8_length(flat), 0), False)
+        )
+        bad_rows[_np(pc.list_parent_indices(lists))[_np(bad_items)]] = True
+    return bad_rows
 
 
 def _less(table: pa.Table, name: str, bound: int) -> np.ndarray:
@@ -101,17 +116,26 @@ def check_rows(table: pa.Table, expired_before_ms: int | None = None) -> dict[in
     channel_beyond = is_channel & _np(
         pc.fill_null(pc.greater_equal(col["channel_index"], col["num_channels"]), False)
     )
-    upstream_nulls = is_vertex & _np(
-        pc.fill_null(pc.greater(pc.list_value_length(col["upstream_vertex_ids"]), 0), False)
+    upstream_nulls = is_vertex & _holds_null_or_empty(col["upstream_vertex_ids"], n)
+    strategies = col["input_ship_strategies"]
+    has_strategies = is_vertex & ~_isnull(table, "input_ship_strategies")
+    strategies_nulls = has_strategies & _holds_null_or_empty(strategies, n)
+    strategies_count = has_strategies & _np(
+        pc.fill_null(
+            pc.not_equal(
+                pc.list_value_length(strategies),
+                pc.list_value_length(
+                    pc.fill_null(col["upstream_vertex_ids"], pa.scalar([], pa.list_(pa.string())))
+                ),
+            ),
+            False,
+        )
     )
-    if upstream_nulls.any():
-        flat_null = pc.is_null(pc.list_flatten(col["upstream_vertex_ids"]))
-        flat_empty = pc.equal(pc.utf8_length(pc.list_flatten(col["upstream_vertex_ids"])), 0)
-        bad_items = pc.or_kleene(flat_null, pc.fill_null(flat_empty, False))
-        parents = _np(pc.list_parent_indices(col["upstream_vertex_ids"]))
-        bad_rows = np.zeros(n, dtype=bool)
-        bad_rows[parents[_np(bad_items)]] = True
-        upstream_nulls &= bad_rows
+    bad_release = (
+        is_vertex
+        & ~_isnull(table, "flink_version")
+        & ~_np(pc.fill_null(pc.match_substring_regex(col["flink_version"], RELEASE), False))
+    )
 
     rules: list[Rule] = [
         missing("type", np.ones(n, dtype=bool)),
@@ -180,6 +204,23 @@ def check_rows(table: pa.Table, expired_before_ms: int | None = None) -> dict[in
         missing("parallelism", is_vertex),
         negative("parallelism", is_vertex, floor=1),
         (upstream_nulls, lambda i: "field 'upstream_vertex_ids' holds a null or empty id"),
+        (
+            bad_release,
+            lambda i: (
+                f"field 'flink_version' is {col['flink_version'][i].as_py()!r}: expected a Flink "
+                "release like 1.15.4 or 2.3.0"
+            ),
+        ),
+        negative("max_parallelism", is_vertex, floor=1),
+        (strategies_nulls, lambda i: "field 'input_ship_strategies' holds a null or empty name"),
+        (
+            strategies_count,
+            lambda i: (
+                f"field 'input_ship_strategies' has {len(strategies[i].as_py())} names for "
+                f"{len(col['upstream_vertex_ids'][i].as_py() or [])} upstream vertices: one per "
+                "entry of upstream_vertex_ids"
+            ),
+        ),
     ]
     if expired_before_ms is not None:
         reason = too_old_reason(expired_before_ms)

@@ -208,6 +208,36 @@ public final class CaptureReporter implements MetricReporter {
         return true;
     }
 
+    /**
+     * The release the JVM runs, as Flink names it (e.g. {@code 1.15.4}), for the vertex records;
+     * null when Flink does not say or says something that is not a release (contract §8: absent,
+     * never guessed).
+     */
+    static String releaseName() {
+        String version = flinkVersion();
+        return version.matches("[0-9]+\\.[0-9]+([.-].*)?") ? version : null;
+    }
+
+    /** The job vertex's number of key groups, or null where the graph does not say. */
+    private static Integer maxParallelism(Object ejv) {
+        try {
+            int value = ((Number) Reflect.call(ejv, "getMaxParallelism")).intValue();
+            return value >= 1 ? value : null;
+        } catch (Throwable t) {
+            return null;
+        }
+    }
+
+    /** How an input edge ships records (its JSON-plan name: HASH, REBALANCE, FORWARD, ...), or null. */
+    private static String shipStrategy(Object edge) {
+        try {
+            Object name = Reflect.call(edge, "getShipStrategyName");
+            return name == null || name.toString().isEmpty() ? null : name.toString();
+        } catch (Throwable t) {
+            return null;
+        }
+    }
+
     static String flinkVersion() {
         try {
             Class<?> info = Class.forName("org.apache.flink.runtime.util.EnvironmentInformation");
@@ -275,17 +305,44 @@ public final class CaptureReporter implements MetricReporter {
                 }
                 b.append(",\"parallelism\":").append(parallelism);
                 b.append(",\"busy_time_enabled\":").append(busy);
+                String release = releaseName();
+                if (release != null) {
+                    b.append(",\"flink_version\":");
+                    Json.string(b, release);
+                }
+                Integer maxParallelism = maxParallelism(ejv);
+                if (maxParallelism != null) {
+                    b.append(",\"max_parallelism\":").append(maxParallelism);
+                }
+                List<?> inputs = (List<?>) Reflect.call(jobVertex, "getInputs");
+                List<String> strategies = new ArrayList<>();
                 b.append(",\"upstream_vertex_ids\":[");
                 boolean first = true;
-                for (Object edge : (List<?>) Reflect.call(jobVertex, "getInputs")) {
+                for (Object edge : inputs) {
                     Object producer = Reflect.call(Reflect.call(edge, "getSource"), "getProducer");
                     if (!first) {
                         b.append(',');
                     }
                     first = false;
                     Json.string(b, Reflect.call(producer, "getID").toString());
+                    String strategy = shipStrategy(edge);
+                    if (strategy != null) {
+                        strategies.add(strategy);
+                    }
                 }
-                b.append("]}");
+                b.append(']');
+                // One name per input or none: a list that leaves one out would misname the others.
+                if (strategies.size() == inputs.size()) {
+                    b.append(",\"input_ship_strategies\":[");
+                    for (int i = 0; i < strategies.size(); i++) {
+                        if (i > 0) {
+                            b.append(',');
+                        }
+                        Json.string(b, strategies.get(i));
+                    }
+                    b.append(']');
+                }
+                b.append('}');
                 if (parallelism >= 1) {
                     lines.add(b.toString());
                 }
