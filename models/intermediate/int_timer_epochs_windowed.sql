@@ -8,9 +8,9 @@
     round, exactly the sum of the task's fct_subtask_seconds over the five seconds before the
     round (the first slot takes every second before the first round): time is split at the
     round, never counted twice. Per round: the ring's sums over the last k slots (T6: k the
-    slots written so far, at most the window's), and the sums since the first recomputed round
-    that the accumulated counts (T9) add to the round before it, which the mart reads from its
-    own table.
+    slots written so far, at most the ring's size: 1 before Flink 1.17, int_job_releases_resolved),
+    and the sums since the first recomputed round that the accumulated counts (T9) add to the
+    round before it, which the mart reads from its own table.
 -#}
 {%- set slots = tidemark_gauge_window_slots() | int -%}
 
@@ -26,6 +26,12 @@ planned as (
 gauge_rounds as (
 
     select * from {{ ref('int_timer_rounds_replayed') }}
+
+),
+
+job_releases as (
+
+    select * from {{ ref('int_job_releases_resolved') }}
 
 ),
 
@@ -56,10 +62,13 @@ tasks as (
         planned.attempt,
         planned.first_ts_ms,
         planned.is_busy_time_enabled,
+        job_releases.gauge_window_slots,
         planned.first_ts_ms + pmod(-planned.first_ts_ms, 5000) as first_update_ms,
         {{ tidemark_floor_ms('planned.horizon_ms', 5000) }} as last_update_ms,
         {{ tidemark_epoch_recompute_from_ms('planned') }} as recompute_from_ms
     from planned
+    inner join job_releases
+        on planned.job_id = job_releases.job_id
     left anti join captured_tasks
         on
             {{ tidemark_same_task('planned', 'captured_tasks') }}
@@ -71,8 +80,10 @@ window_tasks as (
     -- The earliest round a recomputed round's window reaches back to.
     select
         tasks.*,
-        greatest(tasks.first_update_ms, tasks.recompute_from_ms - {{ (slots - 1) * 5000 }})
-            as window_from_update_ms
+        greatest(
+            tasks.first_update_ms,
+            tasks.recompute_from_ms - (tasks.gauge_window_slots - 1) * 5000
+        ) as window_from_update_ms
     from tasks
 
 ),
@@ -88,6 +99,7 @@ rounds as (
         first_update_ms,
         recompute_from_ms,
         is_busy_time_enabled,
+        gauge_window_slots,
         explode(
             sequence(window_from_update_ms, last_update_ms, cast(5000 as bigint))
         ) as update_ms
@@ -149,6 +161,7 @@ round_slots as (
         rounds.first_update_ms,
         rounds.recompute_from_ms,
         rounds.is_busy_time_enabled,
+        rounds.gauge_window_slots,
         coalesce(slots.idle_ms, 0) as idle_ms,
         coalesce(slots.soft_backpressured_ms, 0) as soft_backpressured_ms,
         coalesce(slots.hard_backpressured_ms, 0) as hard_backpressured_ms
@@ -164,13 +177,17 @@ windowed as (
 
     select
         round_slots.*,
-        -- T6: the slots written so far, at most the ring's size.
+        -- T6: the slots written so far, at most the ring's size (1: no ring, T5).
         least(
-            (round_slots.update_ms - round_slots.first_update_ms) div 5000 + 1, {{ slots }}
+            (round_slots.update_ms - round_slots.first_update_ms) div 5000 + 1,
+            round_slots.gauge_window_slots
         ) as written_slots,
-        sum(round_slots.idle_ms) over ring as idle_ring_ms,
-        sum(round_slots.soft_backpressured_ms) over ring as soft_backpressured_ring_ms,
-        sum(round_slots.hard_backpressured_ms) over ring as hard_backpressured_ring_ms,
+        {%- for gauge in ['idle', 'soft_backpressured', 'hard_backpressured'] %}
+        case
+            when round_slots.gauge_window_slots = 1 then round_slots.{{ gauge }}_ms
+            else sum(round_slots.{{ gauge }}_ms) over ring
+        end as {{ gauge }}_ring_ms,
+        {%- endfor %}
         sum(
             case
                 when round_slots.update_ms >= round_slots.recompute_from_ms
@@ -186,21 +203,13 @@ windowed as (
     from round_slots
     window
         ring as (
-            partition by
-                round_slots.job_id,
-                round_slots.vertex_id,
-                round_slots.subtask_index,
-                round_slots.attempt
-            order by round_slots.update_ms
+            partition by job_id, vertex_id, subtask_index, attempt
+            order by update_ms
             rows between {{ slots - 1 }} preceding and current row
         ),
         task_so_far as (
-            partition by
-                round_slots.job_id,
-                round_slots.vertex_id,
-                round_slots.subtask_index,
-                round_slots.attempt
-            order by round_slots.update_ms
+            partition by job_id, vertex_id, subtask_index, attempt
+            order by update_ms
             rows between unbounded preceding and current row
         )
 
@@ -219,6 +228,7 @@ final as (
         first_ts_ms,
         is_busy_time_enabled,
         recompute_from_ms,
+        gauge_window_slots,
         least(greatest(idle_ring_ms div (5 * written_slots), 0), 1000)
             as idle_time_ms_per_second,
         least(greatest(soft_backpressured_ring_ms div (5 * written_slots), 0), 1000)

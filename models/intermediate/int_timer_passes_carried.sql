@@ -99,13 +99,17 @@ captured_passes as (
         select
             *,
             coalesce(
-                lag(update_ms, {{ slots }}) over (
-                    partition by job_id, vertex_id, subtask_index, attempt, gauge
-                    order by round_no
-                ),
+                case
+                    when window_slots = 1 then lag(update_ms) over gauge_rounds
+                    else lag(update_ms, {{ slots }}) over gauge_rounds
+                end,
                 -9223372036854775807
             ) as window_from_ms
         from gauge_rounds_in_passes
+        window gauge_rounds as (
+            partition by job_id, vertex_id, subtask_index, attempt, gauge
+            order by round_no
+        )
     ) as gauge_rounds_in_passes
     group by
         gauge_rounds_in_passes.job_id,

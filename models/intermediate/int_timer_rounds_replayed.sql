@@ -14,12 +14,11 @@
 
     Value (T5, T6, T12): the sum of the last min(k, N) slots divided by 5 * min(k, N), truncated,
     clamped to [0, 1000]. N and the `end` rule follow each job's Flink release
-    (tidemark_gauge_rules_by_job: N = 1 before 1.17, which had no ring). A changed task replays all its events: a round depends on every event
-    before it (the ring, the open measurement), and captured tasks are few next to their events.
+    (int_job_releases_resolved: N = 1 before 1.17, which had no ring). A changed task replays all
+    its events: a round depends on every event before it (the ring, the open measurement), and
+    captured tasks are few next to their events.
 -#}
 {%- set slots = tidemark_gauge_window_slots() | int -%}
-{%- set task_slots = tidemark_gauge_rules_by_job('job_id', 'slots') -%}
-{%- set one_window = task_slots | trim == slots | string -%}
 
 with
 
@@ -41,6 +40,12 @@ update_tasks as (
         attempt
     from {{ ref('stg_bronze__timer_events') }}
     where action = 'update'
+
+),
+
+job_releases as (
+
+    select * from {{ ref('int_job_releases_resolved') }}
 
 ),
 
@@ -73,10 +78,11 @@ gauge_events as (
         staged_timer_events.ts_ms,
         staged_timer_events.action,
         staged_timer_events.published,
-        {{ tidemark_gauge_rules_by_job('staged_timer_events.job_id', 'slots') }} as window_slots,
-        {{ tidemark_gauge_rules_by_job('staged_timer_events.job_id', 'counts_from_start') }}
-            as is_end_counted_from_start
+        job_releases.gauge_window_slots as window_slots,
+        job_releases.is_end_counted_from_start
     from staged_timer_events
+    inner join job_releases
+        on staged_timer_events.job_id = job_releases.job_id
 
 ),
 
@@ -184,21 +190,10 @@ windowed as (
         slots.*,
         -- T6: the slots written so far, at most the ring's size.
         least(slots.round_no, slots.window_slots) as written_slots,
-        {% if one_window -%}
-        sum(slots.slot_ms) over ring as ring_ms,
-        {%- else -%}
-        -- Jobs' rings differ in size (their releases do): the last window_slots of the largest
-        -- ring.
-        aggregate(
-            slice(
-                collect_list(slots.slot_ms) over ring,
-                -least(slots.round_no, slots.window_slots),
-                least(slots.round_no, slots.window_slots)
-            ),
-            0L,
-            (total, slot) -> total + slot
-        ) as ring_ms,
-        {%- endif %}
+        -- A ring of window_slots: the span's, or 1 (no ring, T5) before Flink 1.17.
+        case
+            when slots.window_slots = 1 then slots.slot_ms else sum(slots.slot_ms) over ring
+        end as ring_ms,
         -- T9: never windowed, never clamped.
         sum(slots.slot_ms) over (
             partition by
@@ -227,6 +222,7 @@ final as (
         update_seq,
         update_ms,
         slot_ms,
+        window_slots,
         written_slots,
         -- T6/T12: truncating division by 5k, clamped to [0, 1000].
         least(greatest(ring_ms div (5 * written_slots), 0), 1000) as value_ms_per_second,

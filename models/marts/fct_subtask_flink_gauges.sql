@@ -21,16 +21,21 @@
     Epoch rounds (round_source = 'epoch', V1, V4): the other tasks' rounds at every epoch
     multiple of 5000 ms through their horizon, from int_timer_epochs_windowed's slots. The
     published value (T5, T6, T12) is the sum of the last k slots divided by 5k, truncated and
-    clamped to [0, 1000], k = the slots written so far, at most span / 5; the accumulated counts
-    (T9) add the slots since the first recomputed round to this table's round before it.
+    clamped to [0, 1000], k = the slots written so far, at most span / 5 (1 before Flink 1.17);
+    the accumulated counts (T9) add the slots since the first recomputed round to this table's
+    round before it. flink_release, flink_release_source: whose rules (int_job_releases_resolved).
 -#}
-{%- set slots = tidemark_gauge_window_slots() | int -%}
-
 with
 
 planned as (
 
     select * from {{ ref('int_timer_tasks_planned') }}
+
+),
+
+job_releases as (
+
+    select * from {{ ref('int_job_releases_resolved') }}
 
 ),
 
@@ -148,7 +153,7 @@ recomputed as (
         cast(null as bigint) as published_idle_time_ms_per_second,
         cast(null as bigint) as published_soft_back_pressured_time_ms_per_second,
         cast(null as bigint) as published_hard_back_pressured_time_ms_per_second,
-        update_ms - {{ slots * 5000 }} as window_from_ms,
+        update_ms - gauge_window_slots * 5000 as window_from_ms,
         {{ tidemark_hour_at('update_ms') }} as hour_at,
         {{ tidemark_minute_slice('update_ms') }} as minute_slice
     from published
@@ -195,9 +200,13 @@ rounds_checked as (
         all_rounds.published_idle_time_ms_per_second,
         all_rounds.published_soft_back_pressured_time_ms_per_second,
         all_rounds.published_hard_back_pressured_time_ms_per_second,
+        job_releases.flink_release,
+        job_releases.flink_release_source,
         all_rounds.hour_at,
         all_rounds.minute_slice
     from all_rounds
+    inner join job_releases
+        on all_rounds.job_id = job_releases.job_id
     left join task_gap_ranges
         on
             {{ tidemark_same_task('all_rounds', 'task_gap_ranges') }}

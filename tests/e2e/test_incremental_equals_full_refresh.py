@@ -83,11 +83,16 @@ def scenarios(draw: st.DrawFn) -> dict:
     )
     events = [e for key in keys for e in draw(task_stream(*key))]
     # `map` reads `source`: with vertex records `map` is a sink (B1: samples false), `source` not.
+    # The job's Flink release (contract §8) decides its rounds' ring (T5); the first records may
+    # not name it, and a later one may (issue 66: a job's tasks replay when it becomes known).
+    release = draw(st.sampled_from((None, "1.15.4", "2.3.0")))
+    named_at_first = release is not None and draw(st.booleans())
     vertices = [
         vertex(
             vertex_id=v,
             busy_time_enabled=draw(st.booleans()),
             upstream_vertex_ids=["source"] if v == "map" else [],
+            **({"flink_version": release} if named_at_first else {}),
         )
         for v in VERTICES
         if draw(st.booleans())
@@ -95,6 +100,8 @@ def scenarios(draw: st.DrawFn) -> dict:
     if vertices and draw(st.booleans()):  # a later record changes a vertex (latest wins)
         changed = dict(vertices[0])
         changed["busy_time_enabled"] = not changed["busy_time_enabled"]
+        if release is not None:
+            changed["flink_version"] = release
         vertices.append(changed)
     records = events + vertices
     n_batches = draw(st.integers(2, 3))

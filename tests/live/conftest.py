@@ -11,7 +11,7 @@ two cores:
 2. while they write, runs ``tidemark ingest DIR_1 DIR_2`` into one fresh lake every
    ``ROTATION_EVERY_S`` seconds (the rotation test reads these runs), and once more at the end;
 3. runs one ``dbt build`` of what the tests read (no unit tests; data tests only where all their
-   parents are built), telling the gauge marts each job's release (var ``flink_release_by_job``).
+   parents are built); each job's release comes from its capture's vertex records (issue 66).
 
 The tests put their counts (compared, matched, REST readings) into the session's figures, written
 at the end to ``figures.json`` in the session's folder and appended, one JSON line per release,
@@ -175,11 +175,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> LiveSession:
     ingest(while_running=False)
     ingest_s = time.monotonic() - began - flink_s
     # Each job's release decides the TimerGauge rules its gauge marts replay
-    # (docs/flink-versions.md).
-    releases = {run.job_id: run.version for run in finished.values()}
-    build = dbt(
-        "build", *BUILD_SELECT, "--vars", json.dumps({"flink_release_by_job": releases}), lake=lake
-    )
+    # (docs/flink-versions.md): the capture records it, so no var names it (issue 66).
+    build = dbt("build", *BUILD_SELECT, lake=lake)
     session = LiveSession(
         lake,
         {k: r for k, r in finished.items() if not k.startswith("sql-")},

@@ -326,6 +326,7 @@ class RestPoller:
         self.interval_s = interval_s
         self.job_id: str | None = None
         self.vertices: dict[str, dict] = {}
+        self.inputs: dict[str, list[tuple[str, str]]] = {}
         self.gauges: list[dict] = []
         self.watermarks: list[dict] = []
         self.polls = 0
@@ -362,9 +363,20 @@ class RestPoller:
         job = _get(port, f"/jobs/{self.job_id}")
         if job.get("state") not in ("RUNNING", "RESTARTING", "CREATED", "INITIALIZING"):
             return
+        if not self.vertices:
+            # How each vertex's inputs ship records, as the job's plan names them (contract §8).
+            nodes = _get(port, f"/jobs/{self.job_id}/plan")["plan"]["nodes"]
+            self.inputs = {
+                n["id"]: [(i["id"], i["ship_strategy"]) for i in n.get("inputs", [])] for n in nodes
+            }
         for vertex in job["vertices"]:
             vid = vertex["id"]
-            self.vertices[vid] = {"name": vertex["name"], "parallelism": vertex["parallelism"]}
+            self.vertices[vid] = {
+                "name": vertex["name"],
+                "parallelism": vertex["parallelism"],
+                "max_parallelism": vertex.get("maxParallelism"),
+                "inputs": self.inputs.get(vid, []),
+            }
             details = _get(port, f"/jobs/{self.job_id}/vertices/{vid}")
             attempts = {
                 s["subtask"]: (s.get("attempt"), s.get("status")) for s in details["subtasks"]

@@ -293,6 +293,34 @@ def test_vertex_records_are_the_job_graph(live: LiveSession, version_run: Versio
     assert upstream[vid("throttle")] == {vid("explode")}
 
 
+def test_vertex_records_say_the_release_key_groups_and_ship_strategies(
+    live: LiveSession, version_run: VersionRun
+) -> None:
+    """Contract §8: the capture records the release the job ran on, each vertex's key groups and
+    how each input ships records, as the REST API's job details and plan show them."""
+    vertices = [r for r in _bronze(live, "vertices") if r["job_id"] == version_run.job_id]
+    rest = version_run.rest["vertices"]
+    assert {r["flink_version"] for r in vertices} == {version_run.version}
+    assert {r["vertex_id"]: r["max_parallelism"] for r in vertices} == {
+        v: info["max_parallelism"] for v, info in rest.items()
+    }
+    for r in vertices:
+        shipped = dict(zip(r["upstream_vertex_ids"], r["input_ship_strategies"], strict=True))
+        assert shipped == dict(rest[r["vertex_id"]]["inputs"]), r["vertex_id"]
+
+
+def test_gauge_marts_follow_the_captured_release(
+    live: LiveSession, version_run: VersionRun
+) -> None:
+    """Issue 66: built without the release vars, every round of the job follows the rules of the
+    release its capture recorded, and says so."""
+    rounds = _mart(live, "fct_subtask_flink_gauges", version_run.job_id)
+    assert rounds
+    assert {(r["flink_release"], r["flink_release_source"]) for r in rounds} == {
+        (version_run.version, "captured")
+    }
+
+
 def test_rest_saw_real_watermarks(version_run: VersionRun) -> None:
     """The REST readings are a real check: most tasks downstream of the watermarks show them."""
     shown = {r["vertex_id"] for r in version_run.rest["watermarks"]

@@ -1,24 +1,14 @@
 {#-
-    The run's plan for the timer gauge models: one row per task (job_id, vertex_id, subtask_index,
-    attempt) the task marts hold, with its summary after this run and, for the tasks that changed,
-    from where to replay them. The columns both plans share (the planner contract, with
-    int_valve_tasks_planned): is_changed, is_replayed_from_start, resume_after_seq,
-    previous_processed_ingest_id, processed_ingest_id. See docs/decisions/0004-gauge-incremental.md.
-
+    The run's plan for the timer gauge models (its YAML; docs/decisions/0004-gauge-incremental.md).
     Full plan (first build, --full-refresh, a gauge model missing): every task is replayed from its
     first event. Incremental plan: only tasks with events landed since the last checkpoint
-    (int_timer_events_landed) or whose vertex record changed; each replays from its anchor
-    (int_timer_anchors_found), or from its first event when it may not resume (new task, new
-    smallest ts_ms, changed vertex) or has no anchor (none within the lookback). A capture gap
-    landed since the checkpoint counts like a new event at its first missing seq: it changes which
-    of the task's seconds are exact (fct_subtask_seconds.is_exact), so the task replays from
-    before it; a gap moves neither the task's first ts_ms, its horizon nor its max seq.
-
-    Retention (docs/decisions/0019-retention.md): once `tidemark maintain` expired the task marts
-    before a day (source previous_run.retention_cutoffs), a task whose last ts_ms is before it has
-    no row left there and leaves the plan, and so the checkpoint made from it (maintain drops it
-    from the checkpoints as well). Every task carries that day as task_marts_cutoff_ms, from
-    which the data tests compare the marts with the plan.
+    (int_timer_events_landed) or whose vertex record changed (or a record of their job names its
+    release: int_job_releases_resolved); each replays from its anchor (int_timer_anchors_found),
+    or from its first event when it may not resume (new task, new smallest ts_ms, changed vertex)
+    or has no anchor (none within the lookback). A capture gap landed since the checkpoint counts
+    like a new event at its first missing seq: it changes which of the task's seconds are exact
+    (fct_subtask_seconds.is_exact), so the task replays from before it; a gap moves neither the
+    task's first ts_ms, its horizon nor its max seq. Retention: the YAML.
 -#}
 -- noqa: disable=LT02
 {%- set tasks_checkpoint = source('previous_run', 'int_timer_tasks_checkpointed') -%}
@@ -83,6 +73,14 @@ changed_vertices as (
 
 ),
 
+released_jobs as (
+
+    select distinct job_id
+    from vertices
+    where ingest_id > {{ processed_ingest_id }} and flink_version is not null
+
+),
+
 tasks as (
 
     -- The tasks the marts hold and the new ones (a task with only new gaps and no checkpoint has
@@ -100,10 +98,12 @@ tasks as (
         least(checkpointed_tasks.first_ts_ms, landed.min_new_ts_ms) as first_ts_ms,
         greatest(checkpointed_tasks.horizon_ms, landed.max_new_ts_ms) as horizon_ms,
         greatest(checkpointed_tasks.max_seq, landed.max_new_seq) as max_seq,
-        changed_vertices.vertex_id is not null as is_vertex_changed
+        changed_vertices.vertex_id is not null or released_jobs.job_id is not null
+            as is_vertex_changed
     from checkpointed_tasks
     full outer join landed using (job_id, vertex_id, subtask_index, attempt)
     left join changed_vertices using (job_id, vertex_id)
+    left join released_jobs using (job_id)
     where checkpointed_tasks.max_seq is not null or landed.max_new_seq is not null
 
 ),

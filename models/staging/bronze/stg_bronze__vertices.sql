@@ -27,6 +27,9 @@ final as (
         cast(parallelism as int) as parallelism,
         cast(busy_time_enabled as boolean) as is_busy_time_enabled,
         cast(upstream_vertex_ids as array<string>) as upstream_vertex_ids,
+        cast(flink_version as string) as flink_version,
+        cast(max_parallelism as int) as max_parallelism,
+        cast(input_ship_strategies as array<string>) as input_ship_strategies,
         cast(ingest_id as bigint) as ingest_id,
         cast(ingested_at as timestamp) as ingested_at
     from ranked
