@@ -12,7 +12,7 @@ from deltalake import DeltaTable
 from tests.e2e.conftest import CHANGED_VARS, DemoLake
 from tests.e2e.harness import ROOT
 from tests.e2e.warm import WarmLake
-from tests.events import timer, watermark, write_jsonl
+from tests.events import timer, vertex, watermark, write_jsonl
 from tidemark.ingest.schema import BRONZE_SCHEMAS
 from tidemark.lake import Lake
 
@@ -44,6 +44,10 @@ def test_build_freshness_docs_then_compaction_leaves_what_spark_reads_unchanged(
     doubled = [t for t in BRONZE if _rows_on_disk(lake, t) > before[t][0]]
     assert doubled, "compaction removed no file, so the test would prove nothing"
     assert _bronze_as_spark_reads_it(warm) == before
+
+
+def canonical(rows: list[dict]) -> list[str]:
+    return sorted(json.dumps(row, sort_keys=True, default=str) for row in rows)
 
 
 def _bronze_as_spark_reads_it(warm) -> dict[str, tuple[int, int]]:
@@ -192,6 +196,64 @@ def test_a_model_rebuilt_alone_from_a_partial_plan_fails_saying_what_to_rebuild(
             assert f"{checkpoint} vouches for nothing" in rerun.stdout
         for mart, rows in kept.items():
             assert rows and rows_of(mart) == rows, mart
+
+
+@pytest.mark.deep
+def test_a_gauge_mart_from_before_the_release_columns_gains_them(tmp_path: Path) -> None:
+    """Issue 66 (CHANGELOG, Migration): a fct_subtask_flink_gauges built before it had
+    `flink_release` and `flink_release_source` gains them in the next run (tidemark_migrate_lake),
+    NULL in the rows it kept; the rows the run writes say the rules they followed, `assumed`
+    with no vertex record. A vertex record that names the release then replays the whole job:
+    every row says `1.15.4` and `captured` (one 5 s slot, T5), as a full refresh writes them.
+
+    A lake of its own and four builds: about 3 minutes on two cores (`make test-deep`, CI)."""
+    start_ms = 1_704_070_800_000
+    events = [
+        timer(seq, ts_ms=start_ms + 2_000 * seq, action=("end", "start")[seq % 2])
+        for seq in range(1, 61)
+    ]
+    lake = Lake.from_env(tmp_path / "lake")
+    models = ["--select", "int_timer_events_landed+", "--exclude", "test_type:unit"]
+    models += ["path:models/marts/analysis", "path:models/marts/conformance"]
+    models += ["path:models/marts/metrics"]
+    mart = "tidemark.fct_subtask_flink_gauges"
+
+    def releases() -> list[tuple]:
+        rows = warm.sql_rows(
+            f"select flink_release, flink_release_source, count(*) as n from {mart}"
+            " group by 1, 2 order by 1 nulls first"
+        )
+        return [(r["flink_release"], r["flink_release_source"], r["n"] > 0) for r in rows]
+
+    with WarmLake(lake) as warm:
+        batches = (events[:30], events[30:45], [*events[45:], vertex(flink_version="1.15.4")])
+        for k, batch in enumerate(batches):
+            warm.tidemark("ingest", str(write_jsonl(tmp_path / f"batch-{k}.jsonl", batch))).check()
+            if k == 1:  # the mart as a release before issue 66 left it
+                columns = [
+                    c["col_name"]
+                    for c in warm.sql_rows(f"describe {mart}")
+                    if c["col_name"] not in ("flink_release", "flink_release_source")
+                    and c["col_name"]
+                    and not c["col_name"].startswith("#")
+                ]
+                old = ", ".join(dict.fromkeys(columns))
+                warm.sql_rows(
+                    f"create table {mart}_old using parquet"
+                    f" partitioned by (job_id, hour_at, minute_slice) as select {old} from {mart}"
+                )
+                warm.sql_rows(f"drop table {mart}")
+                warm.sql_rows(f"alter table {mart}_old rename to {mart}")
+            run = warm.dbt("run", *models).check()
+            assert "vouches for nothing" not in run.stdout, run.stdout
+            if k == 0:
+                assert releases() == [("2.3", "assumed", True)]
+            if k == 1:
+                assert releases() == [(None, None, True), ("2.3", "assumed", True)]
+        assert releases() == [("1.15.4", "captured", True)]
+        incremental = warm.sql_rows(f"select * from {mart}")
+        warm.dbt("run", "--full-refresh", *models).check()
+        assert canonical(incremental) == canonical(warm.sql_rows(f"select * from {mart}"))
 
 
 @pytest.mark.deep
