@@ -8,10 +8,8 @@
       the plan replays every task from its first event, rebuilding every mart it feeds.
     - int_valve_states_checkpointed gained `later_from_ms` on 2026-11-26 (CHANGELOG.md,
       "Migration"); checkpoints kept from before hold NULL there, which bounds no read (0005).
-    - fct_subtask_flink_gauges gained `flink_release` and `flink_release_source` (issue 66); its
-      rows from before hold NULL there: which rules they followed was not recorded.
 
-    Lookups from dbt's relation cache, and one `describe` of each table that may lack a column.
+    Lookups from dbt's relation cache, and one `describe` of the valve checkpoints.
 -#}
 {% macro tidemark_migrate_lake() -%}
     {%- if not execute -%}
@@ -30,21 +28,14 @@
             {%- endif -%}
         {%- endfor -%}
     {%- endfor -%}
-    {%- set gauges = graph.nodes['model.' ~ project_name ~ '.fct_subtask_flink_gauges'] -%}
-    {%- set added = [
-        (load_relation(source('previous_run', 'int_valve_states_checkpointed')),
-            'later_from_ms bigint'),
-        (adapter.get_relation(gauges.database, gauges.schema, gauges.alias),
-            'flink_release string, flink_release_source string'),
-    ] -%}
-    {%- for relation, columns in added -%}
-        {%- if relation is not none and (columns.split(' ')[0]) not in (
-            adapter.get_columns_in_relation(relation) | map(attribute='name') | list
-        ) -%}
-            {%- do run_query('alter table ' ~ relation ~ ' add columns (' ~ columns ~ ')') -%}
-        {%- endif -%}
-    {%- endfor -%}
-    select 1
+    {%- set valve_checkpoints = load_relation(source('previous_run', 'int_valve_states_checkpointed')) -%}
+    {%- if valve_checkpoints is not none and 'later_from_ms' not in (
+        adapter.get_columns_in_relation(valve_checkpoints) | map(attribute='name') | list
+    ) -%}
+        alter table {{ valve_checkpoints }} add columns (later_from_ms bigint)
+    {%- else -%}
+        select 1
+    {%- endif -%}
 {%- endmacro %}
 
 {#- The nodes of the tables and incremental models upstream of model `unique_id` in dbt's lineage

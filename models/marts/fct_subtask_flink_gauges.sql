@@ -3,6 +3,7 @@
         materialized='incremental',
         incremental_strategy='insert_overwrite',
         partition_by=['job_id', 'hour_at', 'minute_slice'],
+        pre_hook="{{ tidemark_add_columns('flink_release string, flink_release_source string') }}",
     )
 }}
 {#-
@@ -10,9 +11,9 @@
 
     Captured rounds (round_source = 'captured'): a task with `update` records takes its rounds
     from them, replayed gauge by gauge in int_timer_rounds_replayed and grouped into passes in
-    int_timer_passes_carried. One view updater pass (V2,
-    V3) updates the task's gauges within moments of each other, passes at least 5 s apart, so a
-    round is a run of the task's updates in time order with less than 2.5 s between neighbours
+    int_timer_passes_carried. One view updater pass (V2, V3) updates the task's gauges within
+    moments of each other, passes at least 5 s apart, so a round is a run of the task's updates
+    in time order with less than 2.5 s between neighbours
     (time, not seq: the capture writes an update of a gauge that was not measuring when it
     notices it, up to one pass later, with the reading of its pass, decision 0006);
     update_ms is the latest reading in it. Each value is the one its gauge computed at its own
@@ -23,7 +24,7 @@
     published value (T5, T6, T12) is the sum of the last k slots divided by 5k, truncated and
     clamped to [0, 1000], k = the slots written so far, at most span / 5 (1 before Flink 1.17);
     the accumulated counts (T9) add the slots since the first recomputed round to this table's
-    round before it. flink_release, flink_release_source: whose rules (int_job_releases_resolved).
+    round before. flink_release*: whose rules; a table from before gains them (pre_hook).
 -#}
 with
 

@@ -11,6 +11,7 @@ from deltalake import DeltaTable
 
 from tests.e2e.conftest import CHANGED_VARS, DemoLake
 from tests.e2e.harness import ROOT
+from tests.e2e.test_watermarks import canonical
 from tests.e2e.warm import WarmLake
 from tests.events import timer, vertex, watermark, write_jsonl
 from tidemark.ingest.schema import BRONZE_SCHEMAS
@@ -44,10 +45,6 @@ def test_build_freshness_docs_then_compaction_leaves_what_spark_reads_unchanged(
     doubled = [t for t in BRONZE if _rows_on_disk(lake, t) > before[t][0]]
     assert doubled, "compaction removed no file, so the test would prove nothing"
     assert _bronze_as_spark_reads_it(warm) == before
-
-
-def canonical(rows: list[dict]) -> list[str]:
-    return sorted(json.dumps(row, sort_keys=True, default=str) for row in rows)
 
 
 def _bronze_as_spark_reads_it(warm) -> dict[str, tuple[int, int]]:
@@ -201,7 +198,8 @@ def test_a_model_rebuilt_alone_from_a_partial_plan_fails_saying_what_to_rebuild(
 @pytest.mark.deep
 def test_a_gauge_mart_from_before_the_release_columns_gains_them(tmp_path: Path) -> None:
     """Issue 66 (CHANGELOG, Migration): a fct_subtask_flink_gauges built before it had
-    `flink_release` and `flink_release_source` gains them in the next run (tidemark_migrate_lake),
+    `flink_release` and `flink_release_source` gains them in the next run (its pre-hook,
+    tidemark_add_columns),
     NULL in the rows it kept; the rows the run writes say the rules they followed, `assumed`
     with no vertex record. A vertex record that names the release then replays the whole job:
     every row says `1.15.4` and `captured` (one 5 s slot, T5), as a full refresh writes them.

@@ -287,6 +287,7 @@ public final class CaptureReporter implements MetricReporter {
                 throw new NoSuchFieldException("DownTimeGauge has no JobStatusProvider field");
             }
             String jobId = Reflect.call(graph, "getJobID").toString();
+            String release = releaseName(); // one JVM, one release: read once per job graph
             List<String> lines = new ArrayList<>();
             for (Object ejv : (Iterable<?>) Reflect.call(graph, "getVerticesTopologically")) {
                 String vertexId = Reflect.call(ejv, "getJobVertexId").toString();
@@ -305,7 +306,6 @@ public final class CaptureReporter implements MetricReporter {
                 }
                 b.append(",\"parallelism\":").append(parallelism);
                 b.append(",\"busy_time_enabled\":").append(busy);
-                String release = releaseName();
                 if (release != null) {
                     b.append(",\"flink_version\":");
                     Json.string(b, release);
