@@ -24,8 +24,7 @@
     published value (T5, T6, T12) is the sum of the last k slots divided by 5k, truncated and
     clamped to [0, 1000], k = the slots written so far, at most span / 5 (1 before Flink 1.17);
     the accumulated counts (T9) add the slots since the first recomputed round to this table's
-    round before. flink_release*: whose rules; a table from before gains them (pre_hook).
--#}
+    round before. flink_release*: whose rules (a table from before gains them: pre_hook). -#}
 with
 
 planned as (
